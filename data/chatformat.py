@@ -1,0 +1,206 @@
+"""ChatML + Hermes tool format: render conversations and parse model output.
+
+The render is byte-identical to the Qwen2.5 tools template shipped in `chat_template.jinja`
+(tested against `tokenizer.apply_chat_template`), so what the sampler sees, what the trainer
+sees and what the exported GGUF's template produces are one string.
+
+Assistant messages carry the raw text the model generated (plan, calls and answer together);
+`tool_calls` is only rendered when `content` holds no `<tool_call>` markup (oracle and
+external data), in the same canonical form `format_call` writes.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+TEMPLATE_PATH = Path(__file__).with_name("chat_template.jinja")
+DEFAULT_SYSTEM = "You are a helpful assistant."
+IM_START, IM_END = "<|im_start|>", "<|im_end|>"
+CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+TOOLS_PREAMBLE = (
+    "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+)
+TOOLS_POSTAMBLE = (
+    "\n</tools>\n\nFor each function call, return a json object with function name and arguments"
+    " within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>,"
+    " \"arguments\": <args-json-object>}\n</tool_call>"
+)
+
+
+def chat_template() -> str:
+    """The project's Jinja chat template (Qwen2.5 tools rules, neutral default system)."""
+    return TEMPLATE_PATH.read_text()
+
+
+def to_json(obj: Any) -> str:
+    """JSON the way transformers' `tojson` writes it: key order kept, `", "` / `": "`."""
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def format_call(name: str, arguments: dict) -> str:
+    """One canonical `<tool_call>` block."""
+    return f"{CALL_OPEN}\n{to_json({'name': name, 'arguments': arguments})}\n{CALL_CLOSE}"
+
+
+def system_text(system: str | None, tools: list[dict] | None) -> str:
+    """Content of the system turn: the system prompt, then the tool list if any."""
+    text = system if system is not None else DEFAULT_SYSTEM
+    if not tools:
+        return text
+    return text + TOOLS_PREAMBLE + "".join("\n" + to_json(t) for t in tools) + TOOLS_POSTAMBLE
+
+
+def _assistant_body(msg: dict) -> str:
+    content = msg.get("content") or ""
+    calls = msg.get("tool_calls") or []
+    if not calls or CALL_OPEN in content:
+        return "\n" + content
+    body = ("\n" + content) if content else ""
+    for call in calls:
+        fn = call.get("function", call)
+        body += "\n" + format_call(fn["name"], fn.get("arguments", {}))
+    return body
+
+
+def render(messages: list[dict], tools: list[dict] | None = None,
+           add_generation_prompt: bool = False) -> str:
+    """Render a conversation as the template does (tool results merged into one user turn)."""
+    out = []
+    if messages and messages[0]["role"] == "system":
+        out.append(f"{IM_START}system\n{system_text(messages[0]['content'], tools)}{IM_END}\n")
+        rest = messages[1:]
+    else:
+        out.append(f"{IM_START}system\n{system_text(None, tools)}{IM_END}\n")
+        rest = messages
+    for i, msg in enumerate(rest):
+        role = msg["role"]
+        if role == "assistant":
+            out.append(f"{IM_START}assistant{_assistant_body(msg)}{IM_END}\n")
+        elif role == "tool":
+            if i == 0 or rest[i - 1]["role"] != "tool":
+                out.append(f"{IM_START}user")
+            out.append(f"\n<tool_response>\n{msg['content']}\n</tool_response>")
+            if i == len(rest) - 1 or rest[i + 1]["role"] != "tool":
+                out.append(f"{IM_END}\n")
+        else:
+            out.append(f"{IM_START}{role}\n{msg['content']}{IM_END}\n")
+    if add_generation_prompt:
+        out.append(f"{IM_START}assistant\n")
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------- parsing
+
+@dataclass
+class Call:
+    name: str
+    arguments: dict
+
+    def key(self) -> str:
+        """Identity of a call for loop detection and dedup."""
+        return self.name + json.dumps(self.arguments, sort_keys=True)
+
+
+@dataclass
+class ParsedTurn:
+    """What one assistant turn said: plan, calls, visible text, and what was wrong with it."""
+    think: str | None = None
+    calls: list[Call] = field(default_factory=list)
+    text: str = ""
+    errors: list[str] = field(default_factory=list)
+    think_before_call: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+_CALL_RE = re.compile(re.escape(CALL_OPEN) + r"(.*?)" + re.escape(CALL_CLOSE), re.S)
+_THINK_RE = re.compile(re.escape(THINK_OPEN) + r"(.*?)" + re.escape(THINK_CLOSE), re.S)
+
+
+def _schemas(tools: list[dict] | None) -> dict[str, dict]:
+    out = {}
+    for t in tools or []:
+        fn = t.get("function", t)
+        out[fn["name"]] = fn.get("parameters", {"type": "object"})
+    return out
+
+
+def check_call(name: str, arguments: Any, schemas: dict[str, dict]) -> str | None:
+    """Reason a call is invalid against the declared tools, or None when it is valid."""
+    if name not in schemas:
+        return f"unknown tool {name!r}"
+    if not isinstance(arguments, dict):
+        return f"arguments of {name} are not an object"
+    try:
+        jsonschema.validate(arguments, schemas[name])
+    except jsonschema.ValidationError as err:
+        where = "/".join(str(p) for p in err.absolute_path) or "arguments"
+        return f"invalid arguments for {name} at {where}: {err.message}"
+    except jsonschema.SchemaError as err:  # a broken tool declaration is the data's fault
+        return f"tool {name} has an invalid schema: {err.message}"
+    return None
+
+
+def parse(text: str, tools: list[dict] | None = None) -> ParsedTurn:
+    """Parse one assistant turn. Never raises: every problem becomes an entry in `errors`.
+
+    With `tools` given, calls are checked against the declared names and JSON schemas.
+    """
+    turn = ParsedTurn()
+    if not isinstance(text, str):
+        turn.errors.append("output is not text")
+        return turn
+    thinks = _THINK_RE.findall(text)
+    if thinks:
+        turn.think = "\n".join(t.strip() for t in thinks)
+    elif THINK_OPEN in text:
+        turn.errors.append("unclosed <think> tag")
+    schemas = _schemas(tools) if tools is not None else None
+    for raw in _CALL_RE.findall(text):
+        try:
+            obj = json.loads(raw)
+        except (json.JSONDecodeError, RecursionError) as err:
+            turn.errors.append(f"malformed JSON in <tool_call>: {err}")
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+            turn.errors.append("<tool_call> JSON lacks a string 'name'")
+            continue
+        args = obj.get("arguments", {})
+        if isinstance(args, str):  # OpenAI wire form: arguments as a JSON string
+            try:
+                args = json.loads(args)
+            except (json.JSONDecodeError, RecursionError):
+                turn.errors.append(f"arguments of {obj['name']} are not valid JSON")
+                continue
+        if schemas is not None:
+            reason = check_call(obj["name"], args, schemas)
+            if reason:
+                turn.errors.append(reason)
+                continue
+        elif not isinstance(args, dict):
+            turn.errors.append(f"arguments of {obj['name']} are not an object")
+            continue
+        turn.calls.append(Call(obj["name"], args))
+    rest = _CALL_RE.sub("", _THINK_RE.sub("", text))
+    if CALL_OPEN in rest:
+        turn.errors.append("unclosed <tool_call> tag")
+        rest = rest.split(CALL_OPEN)[0]
+    if CALL_CLOSE in rest:
+        turn.errors.append("stray </tool_call> tag")
+        rest = rest.replace(CALL_CLOSE, "")
+    turn.text = rest.replace(THINK_OPEN, "").replace(THINK_CLOSE, "").strip()
+    first_call = text.find(CALL_OPEN)
+    first_think = text.find(THINK_CLOSE)
+    turn.think_before_call = bool(turn.think) and first_think != -1 and (
+        first_call == -1 or first_think < first_call)
+    return turn

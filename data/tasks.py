@@ -1,0 +1,198 @@
+"""Seeded task generators for every kind, each with an oracle demonstration.
+
+`make(kind, index, split=..., namespace=...)` is a pure function: the same arguments give
+the same task. Training and canary items draw from disjoint seed namespaces (`split`), and
+the decontamination filter checks the prompts as well.
+"""
+from __future__ import annotations
+
+import copy
+import random
+from typing import Iterable
+
+from .chatformat import Call, format_call
+from .environment import BACKUP, Environment, filler
+from .envs import DOMAINS
+from .envs.base import Example, stable_int, tool
+from .trajectory import GoldCall, Task
+
+KINDS = ("single", "parallel", "chained", "irrelevance", "recovery", "long_context", "reasoning")
+SYSTEM = ("You are a helpful assistant with access to tools. Think briefly inside <think></think>, "
+          "call tools when they help, read their results, and finish with a short final answer.")
+
+IRRELEVANT = [
+    ("Write a two-line poem about {x}.", ["the sea", "autumn", "a cat", "mountains", "rain"]),
+    ("Tell me a fun fact about {x}.", ["octopuses", "honey", "the moon", "owls", "volcanoes"]),
+    ("Suggest a name for a {x}.", ["bakery", "puppy", "sailing boat", "chess club", "band"]),
+    ("In one sentence, what is {x}?", ["photosynthesis", "gravity", "a haiku", "democracy"]),
+]
+IRRELEVANT_ANSWERS = {
+    "Write": "Here is a short poem:\nSoft light on {x} at the close of day,\nquiet and slow, it drifts away.",
+    "Tell": "A fun fact about {x}: they have surprised scientists for a very long time.",
+    "Suggest": "How about \"Blue Harbor\" for your {x}?",
+    "In": "{X} is a basic idea that explains how something in the world works.",
+}
+
+
+def seed_for(split: str, namespace: str, kind: str, index: int) -> int:
+    """Seeds derive from (split, namespace, kind, index): canaries never share train seeds."""
+    return stable_int(split, namespace, kind, index, mod=2**31 - 1)
+
+
+def _assistant(plan: str, calls: list[tuple[str, dict]]) -> dict:
+    text = f"<think>\n{plan}\n</think>\n" if plan else ""
+    text += "\n".join(format_call(n, a) for n, a in calls)
+    return {"role": "assistant", "content": text}
+
+
+def _oracle(task: Task, turns: list[list[tuple[str, dict]]], plan: str, final: str) -> list[dict]:
+    """Play the planned calls against the task's environment; results are real."""
+    env, out = Environment(task), []
+    for i, calls in enumerate(turns):
+        out.append(_assistant(plan if i == 0 else "", calls))
+        for name, args in calls:
+            out.append({"role": "tool", "content": env.execute(Call(name, args))})
+    out.append({"role": "assistant", "content": final})
+    return out
+
+
+def _domain_example(kind: str, rng: random.Random, domains: list[str]) -> tuple[str, Example]:
+    name = rng.choice(domains)
+    return name, DOMAINS[name].makers[kind](rng)
+
+
+def _task(id_, domain, kind, seed, ex: Example, tools, **kw) -> Task:
+    first = ex.steps[0] if ex.steps else []
+    return Task(id=id_, domain=domain, kind=kind, seed=seed, system=SYSTEM, prompt=ex.prompt,
+                tools=tools, answer=ex.answer,
+                gold_calls=[GoldCall(name=n, arguments=a) for n, a in first],
+                min_calls=sum(len(t) for t in ex.steps), max_turns=len(ex.steps) + 3, **kw)
+
+
+def _recovery(id_, seed, rng, domains) -> Task:
+    for _ in range(50):  # find a domain example that supports an alias fault, or use a transient
+        dname, ex = _domain_example("single", rng, domains)
+        if ex.fault_arg and rng.random() < 0.5:
+            tname, arg, bad, good = ex.fault_arg
+            bad_args = {**ex.steps[0][0][1], arg: bad}
+            prompt = ex.prompt.replace(good, bad, 1)
+            ex2 = Example(prompt, ex.answer, [[(tname, bad_args)], ex.steps[0]], ex.final,
+                          ex.plan)
+            task = _task(id_, dname, "recovery", seed, ex2, DOMAINS[dname].tools,
+                         faults={"mode": "alias", "tool": tname, "arg": arg, "bad": bad,
+                                 "good": good})
+            task.gold_calls = [GoldCall(name=tname, arguments=ex.steps[0][0][1])]
+            task.min_calls = 1
+            return task, ex2
+        if not ex.fault_arg or rng.random() < 0.5:
+            (tname, args), mode = ex.steps[0][0], rng.choice(["timeout", "rate_limit"])
+            base = next(t for t in DOMAINS[dname].tools if t["function"]["name"] == tname)
+            backup = copy.deepcopy(base)
+            backup["function"]["name"] = tname + BACKUP
+            backup["function"]["description"] = f"Backup endpoint of {tname}: same arguments."
+            ex2 = Example(ex.prompt, ex.answer, [[(tname, args)], [(tname + BACKUP, args)]],
+                          ex.final, ex.plan)
+            task = _task(id_, dname, "recovery", seed, ex2, DOMAINS[dname].tools + [backup],
+                         faults={"mode": mode, "tool": tname})
+            task.min_calls = 1
+            return task, ex2
+    raise RuntimeError("no recovery example found")  # unreachable with the built-in domains
+
+
+def _irrelevance(id_, seed, rng, domains) -> Task:
+    template, subjects = rng.choice(IRRELEVANT)
+    x = rng.choice(subjects)
+    dname = rng.choice(domains)
+    final = IRRELEVANT_ANSWERS[template.split()[0]].format(x=x, X=x[0].upper() + x[1:])
+    ex = Example(template.format(x=x), None, [], final,
+                 "None of the tools fits this request; I answer directly.")
+    return _task(id_, dname, "irrelevance", seed, ex, DOMAINS[dname].tools), ex
+
+
+def _reasoning(id_, seed, rng) -> Task:
+    a, b, c = rng.randint(2, 9), rng.randint(3, 12), rng.randint(20, 99)
+    item, person = rng.choice(["pencils", "apples", "tickets", "stamps"]), rng.choice(
+        ["Tom", "Mia", "Ravi", "Lena"])
+    form = rng.randrange(3)
+    if form == 0:
+        ans = c + a * b if a * b < c else c * 2 - a * b
+        paid = c if a * b < c else c * 2
+        prompt = (f"{person} buys {a} {item} at {b} dollars each and pays with {paid} dollars. "
+                  f"How much change does {person} get?")
+        ans, plan = paid - a * b, f"{a} x {b} = {a * b}; {paid} - {a * b} = {paid - a * b}."
+    elif form == 1:
+        prompt = (f"A box holds {b} {item}. {person} has {a} full boxes and {c} loose {item}. "
+                  f"How many {item} in total?")
+        ans, plan = a * b + c, f"{a} x {b} = {a * b}; {a * b} + {c} = {a * b + c}."
+    else:
+        prompt = (f"{person} reads {b} pages a day for {a} days, then {c} pages on the last day. "
+                  "How many pages in all?")
+        ans, plan = a * b + c, f"{b} x {a} = {a * b}; {a * b} + {c} = {a * b + c}."
+    ex = Example(prompt, ans, [], f"The answer is {ans}.", plan)
+    return _task(id_, "math", "reasoning", seed, ex, []), ex
+
+
+def _distractors(rng: random.Random, keep: list[dict], n: int) -> list[dict]:
+    others = [t for d in DOMAINS.values() for t in d.tools if t not in keep]
+    rng.shuffle(others)
+    picked = others[:n]
+    for i in range(len(picked), n):  # synthetic decoys beyond the built-in tools
+        picked.append(tool(f"lookup_record_{i}", f"Look up archive record set {i}.",
+                           {"record_id": {"type": "string"}}))
+    tools = keep + picked
+    rng.shuffle(tools)
+    return tools
+
+
+def _long_context(id_, seed, rng, domains, context_tokens: int) -> Task:
+    base_kind = rng.choice(["single", "chained"])
+    dname, ex = _domain_example(base_kind, rng, domains)
+    budget = max(context_tokens, 600)
+    n_tools = min(40, max(4, budget // 400))
+    pad = max(0, budget // 6)  # chars of log per tool result (about 4 chars a token)
+    history_turns = max(0, min(6, budget // 1500))
+    history = []
+    for h in range(history_turns):
+        history += [{"role": "user", "content": f"Note {h + 1}: " + filler(400, seed + h)},
+                    {"role": "assistant", "content": "Noted."}]
+    tools = _distractors(rng, list(DOMAINS[dname].tools), n_tools)
+    task = _task(id_, dname, "long_context", seed, ex, tools, history=history,
+                 faults={"pad_chars": pad}, difficulty=1 + budget // 2000)
+    return task, ex
+
+
+def make(kind: str, index: int, split: str = "train", namespace: str = "default",
+         domains: Iterable[str] | None = None, context_tokens: int = 2000) -> Task:
+    """Build task `index` of `kind`, with its oracle demonstration attached."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown task kind {kind!r}; choose from {', '.join(KINDS)}")
+    domains = sorted(domains or DOMAINS)
+    unknown = set(domains) - set(DOMAINS)
+    if unknown:
+        raise ValueError(f"unknown domain(s) {sorted(unknown)}; choose from {sorted(DOMAINS)}")
+    seed = seed_for(split, namespace, kind, index)
+    rng = random.Random(seed)
+    id_ = f"{split}-{namespace}-{kind}-{index}"
+    if kind in ("single", "parallel", "chained"):
+        dname, ex = _domain_example(kind, rng, domains)
+        task = _task(id_, dname, kind, seed, ex, DOMAINS[dname].tools)
+    elif kind == "recovery":
+        task, ex = _recovery(id_, seed, rng, domains)
+    elif kind == "irrelevance":
+        task, ex = _irrelevance(id_, seed, rng, domains)
+    elif kind == "reasoning":
+        task, ex = _reasoning(id_, seed, rng)
+    else:
+        task, ex = _long_context(id_, seed, rng, domains, context_tokens)
+    task.oracle = _oracle(task, ex.steps, ex.plan, ex.final)
+    if kind == "reasoning":  # no calls: the plan is the worked arithmetic
+        task.oracle = [{"role": "assistant", "content": f"<think>\n{ex.plan}\n</think>\n{ex.final}"}]
+    return task
+
+
+def generate(kinds: dict[str, int], split: str = "train", namespace: str = "default",
+             domains: Iterable[str] | None = None, context_tokens: int = 2000,
+             start: int = 0) -> list[Task]:
+    """Tasks for a mix such as {"single": 10, "chained": 5}."""
+    return [make(k, start + i, split, namespace, domains, context_tokens)
+            for k, n in kinds.items() for i in range(n)]
