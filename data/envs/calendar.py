@@ -5,7 +5,7 @@ import random
 
 from .base import Domain, Example, I, S, ToolError, stable_int, tool
 
-DAYS = [f"2026-03-{d:02d}" for d in range(2, 28)]
+DAYS = [f"2026-{m:02d}-{d:02d}" for m in (3, 4, 5) for d in range(1, 29)]
 TITLES = ["standup", "design review", "1:1", "planning", "lunch", "demo", "retro", "interview"]
 
 

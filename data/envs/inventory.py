@@ -7,7 +7,9 @@ from .base import Domain, Example, I, S, ToolError, fmt_num, stable_int, tool
 
 PRODUCTS = {f"SKU-{100 + i}": name for i, name in enumerate(
     ["desk lamp", "office chair", "standing desk", "monitor arm", "keyboard", "mouse",
-     "webcam", "headset", "usb hub", "notebook", "stapler", "whiteboard"])}
+     "webcam", "headset", "usb hub", "notebook", "stapler", "whiteboard", "printer",
+     "paper ream", "desk fan", "footrest", "laptop stand", "cable tray", "label maker",
+     "shredder", "bookshelf", "filing cabinet", "coat rack", "wall clock"])}
 NAMES = {v: k for k, v in PRODUCTS.items()}
 ALIASES = {"lamp": "desk lamp", "chair": "office chair", "hub": "usb hub"}
 

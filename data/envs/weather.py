@@ -8,7 +8,10 @@ from .base import Domain, Example, I, S, ToolError, stable_int, tool
 CITIES = {"Paris": "CDG", "Tokyo": "HND", "New York": "JFK", "London": "LHR", "Berlin": "BER",
           "Madrid": "MAD", "Rome": "FCO", "Sydney": "SYD", "Toronto": "YYZ", "Cairo": "CAI",
           "Mumbai": "BOM", "Seoul": "ICN", "Lima": "LIM", "Oslo": "OSL", "Nairobi": "NBO",
-          "Dublin": "DUB"}
+          "Dublin": "DUB", "Lisbon": "LIS", "Vienna": "VIE", "Prague": "PRG", "Athens": "ATH",
+          "Istanbul": "IST", "Dubai": "DXB", "Singapore": "SIN", "Bangkok": "BKK",
+          "Hong Kong": "HKG", "Chicago": "ORD", "Denver": "DEN", "Miami": "MIA",
+          "Mexico City": "MEX", "Santiago": "SCL", "Cape Town": "CPT", "Helsinki": "HEL"}
 ALIASES = {"NYC": "New York", "Bombay": "Mumbai", "Roma": "Rome", "Kairo": "Cairo"}
 CONDITIONS = ["sunny", "cloudy", "rainy", "windy", "snowy", "foggy"]
 AIRPORTS = {code: city for city, code in CITIES.items()}
