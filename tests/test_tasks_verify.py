@@ -1,0 +1,104 @@
+"""Generators are deterministic and sound (every oracle scores 1.0); the verifier catches faults."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from data import tasks, verify
+from data.chatformat import format_call
+from data.environment import Environment
+from data.chatformat import Call
+
+
+@pytest.mark.parametrize("kind", tasks.KINDS)
+def test_oracles_score_one_over_1000_tasks(kind):
+    batch = tasks.generate({kind: 1000})
+    assert verify.validate(batch) == []
+    assert len({t.id for t in batch}) == 1000
+
+
+def test_tasks_are_deterministic_and_splits_disjoint():
+    a, b = tasks.make("chained", 7), tasks.make("chained", 7)
+    assert a.model_dump() == b.model_dump()
+    train = {tasks.seed_for("train", "default", k, i) for k in tasks.KINDS for i in range(500)}
+    canary = {tasks.seed_for("canary", "canary-v1", k, i) for k in tasks.KINDS for i in range(500)}
+    assert not train & canary
+
+
+def test_kinds_have_their_shape():
+    chained = tasks.generate({"chained": 200})
+    assert all(2 <= t.min_calls <= 5 for t in chained)
+    assert max(t.min_calls for t in chained) >= 4
+    par = tasks.make("parallel", 0)
+    first = par.oracle[0]["content"]
+    assert first.count("<tool_call>") == 2
+    irr = tasks.make("irrelevance", 0)
+    assert irr.answer is None and "<tool_call>" not in irr.oracle[-1]["content"]
+    long = tasks.make("long_context", 0, context_tokens=8000)
+    assert len(long.tools) >= 20 and len(json.dumps(long.oracle)) > 1000
+    rec = [tasks.make("recovery", i) for i in range(40)]
+    modes = {t.faults["mode"] for t in rec}
+    assert modes >= {"alias", "timeout", "rate_limit"}
+    assert all('"error"' in t.oracle[1]["content"] for t in rec)
+
+
+def _solve(task, turns, final):
+    env, msgs = Environment(task), task.messages()
+    for calls in turns:
+        msgs.append({"role": "assistant", "content": "\n".join(format_call(n, a) for n, a in calls)})
+        for n, a in calls:
+            msgs.append({"role": "tool", "content": env.execute(Call(n, a))})
+    msgs.append({"role": "assistant", "content": final})
+    return msgs
+
+
+def test_verifier_catches_each_fault():
+    t = tasks.make("single", 3)
+    gold = t.gold_calls[0]
+    ok = _solve(t, [[(gold.name, gold.arguments)]], t.oracle[-1]["content"])
+    assert verify.verify(t, ok).success
+    assert not verify.verify(t, ok, require_plan=True).checks["plan"]
+    wrong = _solve(t, [[(gold.name, gold.arguments)]], "The answer is 123456.")
+    v = verify.verify(t, wrong)
+    assert not v.success and v.checks["answer"] is False and v.score == pytest.approx(0.5)
+    halluc = _solve(t, [[("launch_rocket", {})]], t.oracle[-1]["content"])
+    v = verify.verify(t, halluc)
+    assert not v.checks["valid_calls"] and "unknown tool 'launch_rocket'" in " ".join(v.reasons)
+    guess = t.messages() + [{"role": "assistant", "content": t.oracle[-1]["content"]}]
+    assert "successful calls" in " ".join(verify.verify(t, guess).reasons)
+    unfinished = verify.verify(t, ok, finish="turn_limit")
+    assert not unfinished.success and "turn_limit" in unfinished.reasons[0]
+
+
+def test_loop_is_caught_and_recovery_succeeds():
+    t = next(tasks.make("recovery", i) for i in range(50)
+             if tasks.make("recovery", i).faults["mode"] == "timeout")
+    bad_call = (t.faults["tool"], t.gold_calls[0].arguments)
+    looped = _solve(t, [[bad_call], [bad_call], [(t.faults["tool"] + "_backup", bad_call[1])]],
+                    t.oracle[-1]["content"])
+    v = verify.verify(t, looped)
+    assert not v.checks["no_loop"] and not v.success
+    assert verify.verify(t, t.messages() + t.oracle).success
+
+
+def test_irrelevance_and_first_call_metrics():
+    t = tasks.make("irrelevance", 2)
+    called = _solve(t, [[(t.tools[0]["function"]["name"], {})]], "Here you go.")
+    assert not verify.verify(t, called).success
+    assert verify.first_call_metrics(t, t.messages() + t.oracle) == {
+        "exact": 1.0, "args": 1.0, "name": 1.0, "has_call": 0.0}
+    s = tasks.make("single", 5)
+    g = s.gold_calls[0]
+    other_args = {k: (v + 1 if isinstance(v, (int, float)) else v + "x") for k, v in
+                  g.arguments.items()}
+    m = verify.first_call_metrics(s, _solve(s, [[(g.name, other_args)]], "x"))
+    assert m == {"exact": 0.0, "args": 0.0, "name": 1.0, "has_call": 1.0}
+
+
+@pytest.mark.parametrize("final, gold, ok", [
+    ("It is 21 °C in Paris.", 21, True), ("Total: 1,234.50 EUR", 1234.5, True),
+    ("about 99.99", 100.0, True), ("It is 20.", 21, False),
+    ("Confirmation cf1234.", "CF1234", True), ("No idea", "CF1234", False)])
+def test_answer_matching(final, gold, ok):
+    assert verify.answer_matches(final, gold) is ok
