@@ -135,6 +135,33 @@ def _schemas(tools: list[dict] | None) -> dict[str, dict]:
     return out
 
 
+_VALIDATORS: dict[str, Any] = {}
+
+
+_BY_ID: dict[int, tuple[dict, Any]] = {}
+_CHECKED: dict[tuple[int, str], str | None] = {}
+
+
+def _validator(schema: dict):
+    """A compiled validator per distinct schema: the schema is checked once, not per call.
+
+    Looked up by object identity first (the same tool list is checked thousands of times),
+    then by content."""
+    hit = _BY_ID.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    key = json.dumps(schema, sort_keys=True)
+    v = _VALIDATORS.get(key)
+    if v is None:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        v = _VALIDATORS[key] = cls(schema)
+    if len(_BY_ID) > 100_000:
+        _BY_ID.clear()
+    _BY_ID[id(schema)] = (schema, v)
+    return v
+
+
 def check_call(name: str, arguments: Any, schemas: dict[str, dict]) -> str | None:
     """Reason a call is invalid against the declared tools, or None when it is valid."""
     if name not in schemas:
@@ -142,30 +169,53 @@ def check_call(name: str, arguments: Any, schemas: dict[str, dict]) -> str | Non
     if not isinstance(arguments, dict):
         return f"arguments of {name} are not an object"
     try:
-        jsonschema.validate(arguments, schemas[name])
-    except jsonschema.ValidationError as err:
-        where = "/".join(str(p) for p in err.absolute_path) or "arguments"
-        return f"invalid arguments for {name} at {where}: {err.message}"
+        validator = _validator(schemas[name])
     except jsonschema.SchemaError as err:  # a broken tool declaration is the data's fault
         return f"tool {name} has an invalid schema: {err.message}"
-    return None
+    try:  # pure function of (schema, arguments): k samples of a task repeat the same calls
+        key = (id(validator), json.dumps(arguments, sort_keys=True))
+    except (TypeError, ValueError):
+        key = None
+    if key is not None and key in _CHECKED:
+        return _CHECKED[key]
+    reason = None
+    if not validator.is_valid(arguments):
+        err = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+        where = "/".join(str(p) for p in err.absolute_path) or "arguments"
+        reason = f"invalid arguments for {name} at {where}: {err.message}"
+    if key is not None:
+        if len(_CHECKED) > 200_000:
+            _CHECKED.clear()
+        _CHECKED[key] = reason
+    return reason
 
 
-def parse(text: str, tools: list[dict] | None = None) -> ParsedTurn:
+def schemas_of(tools: list[dict] | None) -> dict[str, dict] | None:
+    """Tool name -> parameter schema; pass to `parse(schemas=...)` when parsing many turns."""
+    return _schemas(tools) if tools is not None else None
+
+
+def parse(text: str, tools: list[dict] | None = None, *,
+          schemas: dict[str, dict] | None = None) -> ParsedTurn:
     """Parse one assistant turn. Never raises: every problem becomes an entry in `errors`.
 
-    With `tools` given, calls are checked against the declared names and JSON schemas.
+    With `tools` (or precomputed `schemas`) given, calls are checked against the declared
+    names and JSON schemas.
     """
     turn = ParsedTurn()
     if not isinstance(text, str):
         turn.errors.append("output is not text")
+        return turn
+    if "<" not in text:  # plain answer: nothing to parse
+        turn.text = text.strip()
         return turn
     thinks = _THINK_RE.findall(text)
     if thinks:
         turn.think = "\n".join(t.strip() for t in thinks)
     elif THINK_OPEN in text:
         turn.errors.append("unclosed <think> tag")
-    schemas = _schemas(tools) if tools is not None else None
+    if schemas is None and tools is not None:
+        schemas = _schemas(tools)
     for raw in _CALL_RE.findall(text):
         try:
             obj = json.loads(raw)

@@ -6,12 +6,11 @@ the score is the weighted share of passed checks, and success means every check 
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
 
-from .chatformat import Call, parse
+from .chatformat import Call, parse, schemas_of
 from .trajectory import Task, Verification
 
 WEIGHTS = {"answer": 0.5, "valid_calls": 0.2, "no_loop": 0.1, "within_limits": 0.1,
@@ -52,10 +51,11 @@ def replay(messages: list[dict], tools: list[dict]) -> Replay:
     calls, errors, final, plan_first, turns = [], [], None, False, 0
     pending: list[Call] = []
     seen_call = False
+    schemas = schemas_of(tools or [])
     for msg in messages:
         if msg["role"] == "assistant":
             turns += 1
-            turn = parse(msg.get("content") or "", tools)
+            turn = parse(msg.get("content") or "", schemas=schemas)
             errors += turn.errors
             if turn.calls and not seen_call:
                 plan_first, seen_call = turn.think_before_call, True
@@ -63,11 +63,7 @@ def replay(messages: list[dict], tools: list[dict]) -> Replay:
             final = turn.text if not turn.calls and not turn.errors else None
         elif msg["role"] == "tool" and pending:
             call = pending.pop(0)
-            try:
-                ok = "error" not in json.loads(msg["content"])
-            except (json.JSONDecodeError, TypeError):
-                ok = True
-            calls.append((call, ok))
+            calls.append((call, not str(msg["content"]).lstrip().startswith('{"error"')))
     return Replay(calls, errors, final, plan_first, turns)
 
 
