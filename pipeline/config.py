@@ -1,0 +1,193 @@
+"""Run configuration: YAML -> validated, typed settings. Unknown keys and wrong types fail before
+any work starts, naming the file and the key.
+
+Precedence: built-in defaults < preset/config file < `key.path=value` overrides on the CLI.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from data.tasks import KINDS
+from pipeline.training.settings import GRPOSettings, SFTSettings
+
+CONFIG_DIR = Path(__file__).with_name("configs")
+PRESETS = {p.stem: p for p in sorted(CONFIG_DIR.glob("*.yaml"))}
+ROUND_NAMES = ("grounding", "plan_finish", "long_context", "self_improve", "rl_polish")
+CANARIES = ("reasoning", "recovery", "single_turn", "multi_turn", "irrelevance")
+
+
+class ConfigError(ValueError):
+    """The config is wrong; the message names the file and key and says what to do."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Teacher(Strict):
+    file: str | None = Field(None, description="JSONL of Hermes-format conversations to mix in")
+    endpoint: str | None = Field(None, description="OpenAI-compatible base URL of a teacher model")
+    model: str | None = Field(None, description="teacher model name at the endpoint")
+    api_key_env: str | None = Field(None, description="environment variable holding the API key")
+    k: int = Field(1, ge=1, description="teacher samples per task")
+
+
+class FilterSettings(Strict):
+    cap_per_task: int = Field(2, ge=1, description="successes kept per task (shortest first)")
+    max_rows: int | None = Field(None, description="accepted rows at most (after balancing)")
+    balance: list[str] = Field(default_factory=lambda: ["domain", "kind", "turns"])
+
+
+class RoundSettings(Strict):
+    enabled: bool = True
+    tasks: dict[str, int] = Field(default_factory=dict, description="task kind -> count")
+    domains: list[str] | None = Field(None, description="tool domains (default: all built-in)")
+    k: int = Field(1, ge=1, description="samples per task from the current model")
+    temperature: float = Field(0.8, ge=0.0)
+    top_p: float = Field(0.95, gt=0.0, le=1.0)
+    max_new_tokens: int = Field(192, ge=8, description="tokens per assistant turn")
+    require_plan: bool = Field(False, description="filter demands a <think> plan before calls")
+    oracle: bool = Field(False, description="add oracle demonstrations (grounding)")
+    teacher: Teacher = Field(default_factory=Teacher)
+    context_tokens: list[int] = Field(default_factory=lambda: [2000],
+                                      description="length buckets of long-context tasks")
+    iterations: int = Field(1, ge=1, description="sample-filter-train iterations in the round")
+    filter: FilterSettings = Field(default_factory=FilterSettings)
+    sft: SFTSettings = Field(default_factory=SFTSettings)
+    grpo: GRPOSettings | None = None
+    target: str = Field("multi_turn", description="canary that must improve for promotion")
+
+    @model_validator(mode="after")
+    def _check(self):
+        bad = set(self.tasks) - set(KINDS)
+        if bad:
+            raise ValueError(f"unknown task kind(s) {sorted(bad)}; choose from {list(KINDS)}")
+        if self.target not in CANARIES:
+            raise ValueError(f"target {self.target!r} is not a canary; choose from {CANARIES}")
+        return self
+
+
+class GateSettings(Strict):
+    keep_se: float = Field(2.0, description="target must improve by this many paired SEs")
+    drop_se: float = Field(2.0, description="no canary may drop by more than this many SEs")
+    drop_abs: dict[str, float] = Field(default_factory=dict,
+                                       description="absolute drop tolerance per canary")
+    floors: dict[str, float] = Field(default_factory=dict, description="absolute floor per canary")
+    relaxed: bool = Field(False, description="thresholds relaxed (tiny preset); shown in reports")
+    on_fail: Literal["stop", "skip"] = Field("stop", description="a failed gate stops the run or "
+                                                                 "skips the round")
+
+
+class CanarySettings(Strict):
+    version: str = "v1"
+    k: int = Field(2, ge=1, description="samples per item (pass@k)")
+    sizes: dict[str, int] = Field(default_factory=lambda: {c: 20 for c in CANARIES})
+    max_new_tokens: int = 192
+    temperature: float = Field(0.7, ge=0.0)
+    files: list[str] = Field(default_factory=list, description="extra suites: BFCL/GSM8K files")
+
+    @model_validator(mode="after")
+    def _check(self):
+        bad = set(self.sizes) - set(CANARIES)
+        if bad:
+            raise ValueError(f"unknown canary(ies) {sorted(bad)}; choose from {CANARIES}")
+        return self
+
+
+class ExportSettings(Strict):
+    enabled: bool = True
+    quant: Literal["Q6_K", "Q8_0", "Q5_K_M", "Q4_K_M"] = "Q6_K"
+    load_check: bool = True
+    check_items: int = Field(6, ge=1)
+    min_agreement: float = Field(0.5, ge=0.0, le=1.0)
+    system: str | None = None
+
+
+class SamplerSettings(Strict):
+    backend: Literal["auto", "vllm", "transformers", "llama_cpp", "openai"] = "auto"
+    options: dict[str, Any] = Field(default_factory=dict,
+                                    description="passed to the backend (e.g. gpu_memory_utilization)")
+    max_context_tokens: int = Field(4096, ge=256)
+
+
+class RunConfig(Strict):
+    name: str = "default"
+    run_dir: str | None = Field(None, description="default: runs/<name>")
+    model: str = Field("embedded:smollm2-135m", description="base model: embedded:smollm2-135m, "
+                                                            "tiny:W, or an HF directory")
+    trust_remote_code: bool = False
+    seed: int = 0
+    sampler: SamplerSettings = Field(default_factory=SamplerSettings)
+    canaries: CanarySettings = Field(default_factory=CanarySettings)
+    gate: GateSettings = Field(default_factory=GateSettings)
+    export: ExportSettings = Field(default_factory=ExportSettings)
+    rounds: dict[str, RoundSettings] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self):
+        bad = set(self.rounds) - set(ROUND_NAMES)
+        if bad:
+            raise ValueError(f"unknown round(s) {sorted(bad)}; rounds are {ROUND_NAMES}")
+        for name in ROUND_NAMES:
+            self.rounds.setdefault(name, RoundSettings())
+        rl = self.rounds["rl_polish"]
+        if rl.enabled and rl.grpo is None:
+            rl.grpo = GRPOSettings()
+        return self
+
+    def directory(self) -> Path:
+        return Path(self.run_dir or f"runs/{self.name}")
+
+
+def _set(tree: dict, dotted: str, raw: str) -> None:
+    keys = dotted.split(".")
+    node = tree
+    for k in keys[:-1]:
+        node = node.setdefault(k, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"override {dotted}: {k} is not a section")
+    node[keys[-1]] = yaml.safe_load(raw)
+
+
+def load(path: str | Path | None = None, preset: str | None = None,
+         overrides: list[str] | None = None) -> RunConfig:
+    """Load a config file or preset (default: the `default` preset) and apply overrides."""
+    if path and preset:
+        raise ConfigError("give a config file or --preset, not both")
+    if path is None:
+        preset = preset or "default"
+        if preset not in PRESETS:
+            raise ConfigError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
+        path = PRESETS[preset]
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        tree = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    if not isinstance(tree, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of keys")
+    tree = copy.deepcopy(tree)
+    for item in overrides or []:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r}: write key.path=value")
+        _set(tree, *item.split("=", 1))
+    try:
+        return RunConfig.model_validate(tree)
+    except ValidationError as err:
+        lines = []
+        for e in err.errors():
+            key = ".".join(str(p) for p in e["loc"]) or "(top level)"
+            msg = e["msg"].replace("Extra inputs are not permitted", "unknown key")
+            lines.append(f"{path}: {key}: {msg}")
+        raise ConfigError("\n".join(lines)) from None
+
+
+def dump(cfg: RunConfig) -> str:
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)

@@ -1,0 +1,110 @@
+"""The run directory is the only state: step completion in state.json (atomic), a lock, paths.
+
+A step is recorded done only after its outputs were renamed into place, so a killed run
+resumes at the first step not recorded done and never reads a half-written file.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+
+from data.jsonl import write_text_atomic
+
+ROUND_DIRS = {1: "round-1-grounding", 2: "round-2-plan-finish", 3: "round-3-long-context",
+              4: "round-4-self-improve", 5: "round-5-rl-polish"}
+STEPS = ("tasks", "rollouts", "accepted", "train", "gate", "promote", "export")
+
+
+class RunLocked(RuntimeError):
+    pass
+
+
+class RunStore:
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock_fd: int | None = None
+
+    # ---------------------------------------------------------------- lock
+    def lock(self) -> None:
+        """One writer per run directory: a second `pipeline run` gets a clear error."""
+        path = self.root / ".lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = path.read_text().strip() or "another process"
+            os.close(fd)
+            raise RunLocked(f"{self.root} is in use by {holder}; wait for it to finish or stop "
+                            "it (two runs never write one directory)") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} since {time.strftime('%H:%M:%S')}".encode())
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    # ---------------------------------------------------------------- state
+    @property
+    def state_path(self) -> Path:
+        return self.root / "state.json"
+
+    def state(self) -> dict:
+        if not self.state_path.exists():
+            return {"rounds": {}}
+        return json.loads(self.state_path.read_text())
+
+    def _write_state(self, state: dict) -> None:
+        write_text_atomic(self.state_path, json.dumps(state, indent=2))
+
+    def done(self, round_no: int, step: str) -> bool:
+        return step in self.state()["rounds"].get(str(round_no), {}).get("done", {})
+
+    def mark(self, round_no: int, step: str, info: dict | None = None) -> None:
+        state = self.state()
+        r = state["rounds"].setdefault(str(round_no), {"done": {}})
+        r["done"][step] = {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), **(info or {})}
+        self._write_state(state)
+
+    def set_round_status(self, round_no: int, status: str, **info) -> None:
+        state = self.state()
+        r = state["rounds"].setdefault(str(round_no), {"done": {}})
+        r.update(status=status, **info)
+        self._write_state(state)
+
+    def round_status(self, round_no: int) -> str | None:
+        return self.state()["rounds"].get(str(round_no), {}).get("status")
+
+    def reset_round(self, round_no: int) -> None:
+        state = self.state()
+        state["rounds"].pop(str(round_no), None)
+        self._write_state(state)
+
+    # ---------------------------------------------------------------- paths
+    def round_dir(self, round_no: int) -> Path:
+        d = self.root / ROUND_DIRS[round_no]
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    @property
+    def promoted_path(self) -> Path:
+        return self.root / "promoted.json"
+
+    def promoted(self) -> dict | None:
+        if not self.promoted_path.exists():
+            return None
+        return json.loads(self.promoted_path.read_text())
+
+    def promote(self, info: dict) -> None:
+        history = (self.promoted() or {}).get("history", [])
+        write_text_atomic(self.promoted_path,
+                          json.dumps({**info, "history": history + [info]}, indent=2))
+
+    def write_json(self, path: Path, obj) -> None:
+        write_text_atomic(path, json.dumps(obj, indent=2, default=str))
