@@ -1,0 +1,173 @@
+"""Evaluate a model on canary suites: k rollouts per item, per-item metric values, aggregates.
+
+Every metric is a per-item number in [0, 1] (an average over the item's k samples, or 0/1 for
+pass@k), so the paired statistics of the gate treat all canaries alike. Rollouts always use
+the same seed round (`SEED_ROUND`): baseline and candidate see the same sampling seeds per
+item and sample, which makes their per-item differences less noisy.
+
+Writes `out_dir/eval.json` (aggregates and the per-item table) and `out_dir/rollouts.jsonl`.
+A finished eval.json for the same suites, k and sampling settings is reused as it is, so a
+baseline evaluated once serves every later round.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from data.chatformat import CALL_OPEN, parse
+from data.jsonl import write_text_atomic
+from data.trajectory import Task, Trajectory
+from data.verify import first_call_metrics, replay
+from pipeline.rollout import rollout
+from pipeline.sampling.base import Backend, SamplingParams
+
+from .ast_check import check
+from .canaries import Suite
+
+SEED_ROUND = 0
+EVAL_FILE = "eval.json"
+
+
+@dataclass
+class EvalResult:
+    data: dict               # what eval.json holds (see `to_dict`)
+    path: Path
+
+    def to_dict(self) -> dict:
+        return self.data
+
+    def metric(self, suite: str, metric: str | None = None) -> float:
+        s = self.data["suites"][suite]
+        return s["metrics"][metric or s["primary"]]
+
+
+# ------------------------------------------------------------------------- per-item scores
+
+def _first_calls(traj: Trajectory) -> tuple[list, bool]:
+    """Calls of the first assistant turn (parsed without schema checks) and whether it had one."""
+    first = next((m for m in traj.messages if m["role"] == "assistant"), None)
+    if first is None:
+        return [], False
+    turn = parse(first.get("content") or "", None)
+    return turn.calls, bool(turn.calls) or CALL_OPEN in (first.get("content") or "")
+
+
+def _no_call(task: Task, traj: Trajectory) -> float:
+    """Answered without any tool call: no call markup anywhere and a non-empty final text."""
+    said = [m.get("content") or "" for m in traj.messages if m["role"] == "assistant"]
+    if not said or any(CALL_OPEN in s for s in said):
+        return 0.0
+    r = replay(traj.messages, task.tools)
+    return float(not r.calls and bool(r.final))
+
+
+def _bfcl(task: Task, traj: Trajectory, truth: list) -> dict[str, float]:
+    calls, has = _first_calls(traj)
+    gt_names = sorted(next(iter(g)) for g in truth)
+    return {"exact": float(check(calls, truth, task.tools).valid),
+            "args": float(check(calls, truth, task.tools, check_name=False).valid),
+            "name": float(sorted(c.name for c in calls) == gt_names),
+            "has_call": float(has)}
+
+
+def score_item(suite: Suite, task: Task, trajs: list[Trajectory]) -> dict[str, float]:
+    """Metric values of one item from its k trajectories (each value in [0, 1])."""
+    if not trajs:
+        raise ValueError(f"{suite.name}: item {task.id} has no trajectories")
+    k = len(trajs)
+    if suite.scorer in ("reasoning", "recovery", "multi_turn"):
+        ok = [float(t.success and (t.verification.checks.get("no_loop", True))) for t in trajs]
+        return {suite.primary: sum(ok) / k, "pass@k": max(ok)}
+    if suite.scorer == "irrelevance":
+        return {"no_call": sum(_no_call(task, t) for t in trajs) / k}
+    if suite.scorer == "single_turn":
+        rows = [first_call_metrics(task, t.messages) for t in trajs]
+    elif suite.scorer == "bfcl":
+        rows = [_bfcl(task, t, suite.truth[task.id]) for t in trajs]
+    else:
+        raise ValueError(f"suite {suite.name}: unknown scorer {suite.scorer!r}")
+    return {m: sum(r[m] for r in rows) / k for m in suite.metrics}
+
+
+def score_suite(suite: Suite, trajectories: list[Trajectory], k: int) -> dict:
+    """Per-item table and aggregates of one suite (the shape `gates.promote.decide` reads)."""
+    by_task: dict[str, list[Trajectory]] = {}
+    for t in trajectories:
+        by_task.setdefault(t.task_id, []).append(t)
+    items, finish, tokens = {}, Counter(), 0
+    for task in suite.items:
+        trajs = sorted(by_task.get(task.id, []), key=lambda t: t.sample)[:k]
+        if len(trajs) < k:
+            raise ValueError(f"{suite.name}: item {task.id} has {len(trajs)} of {k} samples")
+        items[task.id] = score_item(suite, task, trajs)
+        finish.update(t.finish for t in trajs)
+        tokens += sum(t.completion_tokens for t in trajs)
+    n = len(items)
+    metrics = {m: (sum(v[m] for v in items.values()) / n if n else 0.0) for m in suite.metrics}
+    return {**suite.describe(), "metrics": metrics, "items": items, "finish": dict(finish),
+            "completion_tokens": tokens}
+
+
+# ------------------------------------------------------------------------------ evaluation
+
+def _settings(suites: list[Suite], k: int, params: SamplingParams, max_context: int) -> dict:
+    return {"k": k, "params": asdict(params), "max_context_tokens": max_context,
+            "seed_round": SEED_ROUND, "hashes": {s.name: s.hash for s in suites}}
+
+
+def load_eval(path: str | Path) -> dict:
+    """An eval.json (or the directory holding one) as a dict."""
+    path = Path(path)
+    path = path / EVAL_FILE if path.is_dir() else path
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no evaluation here; run the evaluation first") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err.msg}); delete it to re-evaluate") from None
+
+
+def evaluate(backend: Backend, suites: list[Suite], *, k: int, params: SamplingParams,
+             out_dir: str | Path, max_context_tokens: int = 4096, progress: bool = False,
+             meta: dict | None = None, reuse: bool = True) -> EvalResult:
+    """Run every suite item k times through the rollout driver and score it."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    names = [s.name for s in suites]
+    if len(set(names)) != len(names):
+        raise ValueError(f"suite names must be unique, got {names}")
+    out_dir = Path(out_dir)
+    settings = _settings(suites, k, params, max_context_tokens)
+    path = out_dir / EVAL_FILE
+    if reuse and path.exists():
+        old = load_eval(path)
+        if old.get("settings") == json.loads(json.dumps(settings)):
+            return EvalResult(old, path)
+
+    tasks: dict[str, Task] = {}
+    for s in suites:  # one rollout over all suites: bigger batches for the backend
+        for t in s.items:
+            if t.id in tasks and tasks[t.id] != t:
+                raise ValueError(f"task id {t.id} appears in two suites with different content")
+            tasks[t.id] = t
+    # rollouts.jsonl resumes a killed evaluation, but only one made with the same settings
+    marker, rollouts = out_dir / "settings.json", out_dir / "rollouts.jsonl"
+    if rollouts.exists() and (not marker.exists()
+                              or json.loads(marker.read_text()) != json.loads(json.dumps(settings))):
+        rollouts.unlink()
+    write_text_atomic(marker, json.dumps(settings, indent=1))
+    start = time.perf_counter()
+    trajs, stats = rollout(list(tasks.values()), backend, k=k, round=SEED_ROUND, params=params,
+                           max_context_tokens=max_context_tokens, require_plan=False,
+                           out=rollouts, progress=progress)
+    wall = time.perf_counter() - start
+    data = {"settings": settings, "meta": dict(meta or {}), "backend": getattr(backend, "name", "?"),
+            "wall_s": round(wall, 3), "rollout": {"generated_tokens": stats.generated_tokens,
+                                                  "resumed": stats.resumed,
+                                                  "finish": stats.finish},
+            "k": k, "suites": {s.name: score_suite(s, trajs, k) for s in suites}}
+    write_text_atomic(path, json.dumps(data, indent=1, ensure_ascii=False))
+    return EvalResult(data, path)

@@ -1,0 +1,163 @@
+"""The promote decision: a pure function of (candidate eval, baseline eval, thresholds).
+
+Inputs are the dicts `gates.evaluate` writes (`EvalResult.to_dict()`): per suite a content
+hash, a primary metric and per-item values of every metric. Rules, each reported with its
+numbers whether it passed or not:
+  same-items     every baseline canary was evaluated on the identical suite (same hash);
+  target         the round's target metric improved by at least `keep_se` paired SEs
+                 (and by more than zero, so a tie never promotes);
+  no-drop        no canary's primary metric fell by more than max(drop_se x SE, drop_abs);
+  floor          a canary's primary metric stays at or above its absolute floor.
+`force` promotes anyway; the decision then says so and the report shows it. No I/O here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .stats import Paired, paired
+
+CANARIES = ("reasoning", "recovery", "single_turn", "multi_turn", "irrelevance")
+DEFAULT_DROP_ABS = 0.02  # absolute tolerance when a canary has no entry in `drop_abs`
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    keep_se: float = 2.0                 # target must improve by >= keep_se paired SEs
+    drop_se: float = 2.0                 # a canary may drop by up to drop_se SEs ...
+    drop_abs: dict[str, float] = field(  # ... or this absolute amount, whichever is larger
+        default_factory=lambda: {c: DEFAULT_DROP_ABS for c in CANARIES})
+    floors: dict[str, float] = field(default_factory=dict)  # absolute minimum per canary
+    relaxed: bool = False                # thresholds loosened (tiny CPU runs); shown in reports
+
+    def __post_init__(self):
+        if self.keep_se < 0 or self.drop_se < 0:
+            raise ValueError("thresholds: keep_se and drop_se must be >= 0")
+        for name, table in (("drop_abs", self.drop_abs), ("floors", self.floors)):
+            bad = {k: v for k, v in table.items() if not 0 <= float(v) <= 1}
+            if bad:
+                raise ValueError(f"thresholds.{name}: values must lie in [0, 1], got {bad}")
+
+    def tolerance_abs(self, canary: str) -> float:
+        return float(self.drop_abs.get(canary, DEFAULT_DROP_ABS))
+
+    def to_dict(self) -> dict:
+        return {"keep_se": self.keep_se, "drop_se": self.drop_se, "drop_abs": dict(self.drop_abs),
+                "floors": dict(self.floors), "relaxed": self.relaxed}
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    passed: bool
+    detail: str              # the numbers that decided it, in words
+    canary: str = ""
+    metric: str = ""
+
+
+@dataclass(frozen=True)
+class Decision:
+    promote: bool
+    forced: bool             # --force was given (promote is then True whatever the rules say)
+    rules: list[Rule]
+    target: str              # "canary.metric"
+    comparisons: dict[str, dict[str, Paired]]  # canary -> metric -> paired statistics
+    thresholds: Thresholds
+
+    @property
+    def passed(self) -> bool:
+        """Whether every rule passed (what the decision would be without --force)."""
+        return all(r.passed for r in self.rules)
+
+    def failures(self) -> list[Rule]:
+        return [r for r in self.rules if not r.passed]
+
+    def to_dict(self) -> dict:
+        return {"promote": self.promote, "forced": self.forced, "passed": self.passed,
+                "target": self.target, "thresholds": self.thresholds.to_dict(),
+                "rules": [r.__dict__ for r in self.rules],
+                "comparisons": {c: {m: p.to_dict() for m, p in ms.items()}
+                                for c, ms in self.comparisons.items()}}
+
+
+def split_target(target: str, suites: dict) -> tuple[str, str]:
+    """`"multi_turn.success"` or `"multi_turn"` (its primary metric) -> (canary, metric)."""
+    canary, _, metric = target.partition(".")
+    if not metric:
+        metric = suites.get(canary, {}).get("primary", "")
+    return canary, metric
+
+
+def _fmt(x: float) -> str:
+    return f"{x:+.3f}"
+
+
+def decide(candidate: dict, baseline: dict, thresholds: Thresholds, target: str,
+           force: bool = False) -> Decision:
+    """Apply every rule; promote when all pass (or when forced)."""
+    cand, base = candidate.get("suites", {}), baseline.get("suites", {})
+    rules: list[Rule] = []
+    comparisons: dict[str, dict[str, Paired]] = {}
+
+    for name in sorted(base):
+        if name not in cand:
+            rules.append(Rule("same-items", False, f"{name}: evaluated for the baseline but "
+                              f"missing from the candidate", canary=name))
+            continue
+        hb, hc = base[name].get("hash"), cand[name].get("hash")
+        if hb != hc:
+            rules.append(Rule("same-items", False, f"{name}: suite hash differs (baseline "
+                              f"{str(hb)[:12]}, candidate {str(hc)[:12]}); re-evaluate the "
+                              f"baseline on this suite version", canary=name))
+            continue
+        rules.append(Rule("same-items", True, f"{name}: {base[name].get('n_items', 0)} items, "
+                          f"hash {str(hb)[:12]}", canary=name))
+        items_c, items_b = cand[name].get("items", {}), base[name].get("items", {})
+        metrics = [m for m in cand[name].get("metrics", {}) if m in base[name].get("metrics", {})]
+        comparisons[name] = {
+            m: paired({i: v[m] for i, v in items_c.items()}, {i: v[m] for i, v in items_b.items()})
+            for m in metrics}
+
+    t_canary, t_metric = split_target(target, cand)
+    full_target = f"{t_canary}.{t_metric}"
+    p = comparisons.get(t_canary, {}).get(t_metric)
+    if p is None:
+        rules.append(Rule("target", False, f"target {target!r} was not compared (canaries: "
+                          f"{', '.join(sorted(comparisons)) or 'none'})",
+                          canary=t_canary, metric=t_metric))
+    else:
+        need = thresholds.keep_se * p.se
+        ok = p.delta > 0 and p.delta >= need
+        rules.append(Rule("target", ok, f"{full_target}: delta {_fmt(p.delta)} (baseline "
+                          f"{p.baseline:.3f} -> {p.candidate:.3f}), needs > 0 and >= "
+                          f"{thresholds.keep_se:g} x SE {p.se:.3f} = {need:.3f}; "
+                          f"{p.wins} wins / {p.losses} losses over {p.n} items"
+                          + (f" ({p.note})" if p.note else ""),
+                          canary=t_canary, metric=t_metric))
+
+    for name in sorted(comparisons):
+        primary = cand[name].get("primary", "")
+        p = comparisons[name].get(primary)
+        if p is None:
+            rules.append(Rule("no-drop", False, f"{name}: primary metric {primary!r} missing",
+                              canary=name, metric=primary))
+            continue
+        tol = max(thresholds.drop_se * p.se, thresholds.tolerance_abs(name))
+        rules.append(Rule("no-drop", p.delta >= -tol,
+                          f"{name}.{primary}: delta {_fmt(p.delta)}, tolerance -{tol:.3f} = "
+                          f"max({thresholds.drop_se:g} x SE {p.se:.3f}, abs "
+                          f"{thresholds.tolerance_abs(name):.3f})",
+                          canary=name, metric=primary))
+        if name in thresholds.floors:
+            floor = float(thresholds.floors[name])
+            rules.append(Rule("floor", p.candidate >= floor,
+                              f"{name}.{primary}: candidate {p.candidate:.3f} vs floor "
+                              f"{floor:.3f}", canary=name, metric=primary))
+
+    unknown = sorted(set(thresholds.floors) - set(comparisons))
+    for name in unknown:
+        rules.append(Rule("floor", False, f"{name}: a floor is set but the canary was not "
+                          f"evaluated", canary=name))
+
+    passed = all(r.passed for r in rules)
+    return Decision(promote=passed or force, forced=force, rules=rules, target=full_target,
+                    comparisons=comparisons, thresholds=thresholds)

@@ -1,0 +1,195 @@
+"""Gate reports: `gate/report.json` + `gate/report.md` per round, and the run's summary table.
+
+The JSON is the record (decision, every rule with its numbers, per-canary paired statistics,
+suite hashes); the Markdown is the same for people; `summary_table(run_dir)` is what
+`pipeline report RUN` prints: rounds x canaries, verdicts, the promoted model.
+"""
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+from data.jsonl import write_text_atomic
+
+from .promote import Decision
+
+ROUND_DIR = re.compile(r"round-(\d+)")
+
+
+def _verdict(decision: Decision, canary: str) -> str:
+    mine = [r for r in decision.rules if r.canary == canary]
+    failed = sorted({r.name for r in mine if not r.passed})
+    if failed:
+        return "FAIL (" + ", ".join(failed) + ")"
+    target = any(r.name == "target" for r in mine)
+    return "pass (target)" if target else "pass"
+
+
+def decision_word(promote: bool, forced: bool, passed: bool) -> str:
+    if forced and not passed:
+        return "PROMOTED (FORCED: rules failed)"
+    if forced:
+        return "PROMOTED (forced; rules passed anyway)"
+    return "PROMOTED" if promote else "NOT PROMOTED"
+
+
+def gate_report(decision: Decision, candidate: dict, baseline: dict, meta: dict) -> dict:
+    """The report.json content (pure)."""
+    canaries = {}
+    for name, comps in decision.comparisons.items():
+        c, b = candidate["suites"][name], baseline["suites"][name]
+        canaries[name] = {
+            "version": c.get("version"), "hash": c.get("hash"), "source": c.get("source"),
+            "n_items": c.get("n_items"), "primary": c.get("primary"),
+            "baseline": b.get("metrics", {}), "candidate": c.get("metrics", {}),
+            "comparisons": {m: p.to_dict() for m, p in comps.items()},
+            "verdict": _verdict(decision, name)}
+    return {"meta": {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                     **meta},
+            "decision": decision_word(decision.promote, decision.forced, decision.passed),
+            "promote": decision.promote, "forced": decision.forced, "passed": decision.passed,
+            "target": decision.target, "thresholds": decision.thresholds.to_dict(),
+            "rules": [r.__dict__ for r in decision.rules], "canaries": canaries,
+            "k": candidate.get("k")}
+
+
+def render_markdown(report: dict) -> str:
+    meta, th = report["meta"], report["thresholds"]
+    title = f"Gate report: round {meta.get('round', '?')}"
+    if meta.get("name"):
+        title += f" ({meta['name']})"
+    lines = [f"# {title}", "", f"**Decision: {report['decision']}**", "",
+             f"- target: `{report['target']}`; k = {report.get('k')} samples per item",
+             f"- thresholds: keep {th['keep_se']:g} SE; drop tolerance max({th['drop_se']:g} SE, "
+             f"abs per canary {th['drop_abs']}); floors {th['floors'] or 'none'}"]
+    if th.get("relaxed"):
+        lines.append("- **RELAXED THRESHOLDS**: this gate ran with loosened thresholds; "
+                     "its decision is weaker evidence than a default gate.")
+    if report["forced"]:
+        lines.append("- **--force was given**: the model is promoted whatever the rules say.")
+    for key in ("candidate", "baseline", "candidate_eval", "baseline_eval"):
+        if meta.get(key):
+            lines.append(f"- {key}: `{meta[key]}`")
+    for name, c in report["canaries"].items():
+        lines += ["", f"## {name}: {c['verdict']}", "",
+                  f"{c['n_items']} items, suite {c['version']} `{str(c['hash'])[:12]}`, "
+                  f"primary metric `{c['primary']}`", "",
+                  "| metric | baseline | candidate | delta | SE | wins/losses/ties | verdict |",
+                  "|---|---:|---:|---:|---:|---|---|"]
+        for m, p in c["comparisons"].items():
+            verdict = c["verdict"] if m == c["primary"] else ""
+            if f"{name}.{m}" == report["target"] and m != c["primary"]:
+                verdict = "target"
+            lines.append(f"| {m} | {p['baseline']:.3f} | {p['candidate']:.3f} | "
+                         f"{p['delta']:+.3f} | {p['se']:.3f} | {p['wins']}/{p['losses']}/"
+                         f"{p['ties']} | {verdict} |")
+    lines += ["", "## Rules", ""]
+    lines += [f"- [{'x' if r['passed'] else ' '}] **{r['name']}** {r['detail']}"
+              for r in report["rules"]]
+    return "\n".join(lines) + "\n"
+
+
+def write_gate_report(out_dir: str | Path, decision: Decision, candidate: dict, baseline: dict,
+                      meta: dict | None = None) -> tuple[Path, Path]:
+    """Write `report.json` and `report.md` into `out_dir` (a round's `gate/`), atomically."""
+    out_dir = Path(out_dir)
+    report = gate_report(decision, candidate, baseline, dict(meta or {}))
+    json_path, md_path = out_dir / "report.json", out_dir / "report.md"
+    write_text_atomic(json_path, json.dumps(report, indent=1, ensure_ascii=False))
+    write_text_atomic(md_path, render_markdown(report))
+    return json_path, md_path
+
+
+# ---------------------------------------------------------------------------- run summary
+
+def round_reports(run_dir: str | Path) -> list[tuple[int, Path, dict]]:
+    """(round number, round dir, report.json) of every round that has a gate report."""
+    out = []
+    for d in Path(run_dir).glob("round-*"):
+        m = ROUND_DIR.match(d.name)
+        rp = d / "gate" / "report.json"
+        if m and d.is_dir() and rp.exists():
+            try:
+                out.append((int(m.group(1)), d, json.loads(rp.read_text())))
+            except json.JSONDecodeError:
+                continue  # a report being written; the next call sees it whole
+    return sorted(out, key=lambda x: x[0])
+
+
+def promoted(run_dir: str | Path) -> dict | None:
+    p = Path(run_dir) / "promoted.json"
+    try:
+        return json.loads(p.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def history(run_dir: str | Path) -> dict:
+    """Each canary's primary metric across rounds: round 0 is the first baseline (the base
+    model), then each round's candidate, with its SE, decision and thresholds."""
+    reports = round_reports(run_dir)
+    canaries: list[str] = []
+    rows = []
+    for n, d, rep in reports:
+        for name in rep.get("canaries", {}):
+            if name not in canaries:
+                canaries.append(name)
+    if reports:
+        _, _, first = reports[0]
+        rows.append({"round": 0, "dir": "base model", "decision": "baseline", "relaxed": False,
+                     "forced": False, "promote": True,
+                     "values": {c: v["baseline"].get(v["primary"])
+                                for c, v in first["canaries"].items()},
+                     "se": {}, "delta": {}})
+    for n, d, rep in reports:
+        cs = rep.get("canaries", {})
+        rows.append({"round": n, "dir": d.name, "decision": rep.get("decision", "?"),
+                     "relaxed": rep.get("thresholds", {}).get("relaxed", False),
+                     "forced": rep.get("forced", False), "promote": rep.get("promote", False),
+                     "target": rep.get("target"),
+                     "values": {c: v["candidate"].get(v["primary"]) for c, v in cs.items()},
+                     "se": {c: v["comparisons"][v["primary"]]["se"] for c, v in cs.items()
+                            if v["primary"] in v["comparisons"]},
+                     "delta": {c: v["comparisons"][v["primary"]]["delta"] for c, v in cs.items()
+                               if v["primary"] in v["comparisons"]},
+                     "verdicts": {c: v["verdict"] for c, v in cs.items()}})
+    return {"canaries": canaries, "rows": rows, "promoted": promoted(run_dir)}
+
+
+def summary_table(run_dir: str | Path) -> str:
+    """Rounds x canaries (primary metric, delta vs that round's baseline), decisions, and
+    the promoted model, as plain text for a terminal."""
+    h = history(run_dir)
+    if not h["rows"]:
+        return f"{run_dir}: no gate reports yet (round-*/gate/report.json)"
+    cols = h["canaries"]
+    head = ["round"] + cols + ["decision"]
+    table = [head]
+    for r in h["rows"]:
+        cells = [str(r["round"]) + (" " + r["dir"] if r["round"] else " base")]
+        for c in cols:
+            v = r["values"].get(c)
+            if v is None:
+                cells.append("-")
+                continue
+            cell = f"{v:.3f}"
+            if c in r["delta"]:
+                cell += f" ({r['delta'][c]:+.3f})"
+                if r.get("verdicts", {}).get(c, "pass").startswith("FAIL"):
+                    cell += " !"
+            cells.append(cell)
+        word = r["decision"] + (" [relaxed]" if r["relaxed"] else "")
+        cells.append(word)
+        table.append(cells)
+    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.append("")
+    lines.append("values: primary metric of each canary (delta vs the promoted baseline); "
+                 "'!' = a rule failed for that canary")
+    p = h["promoted"]
+    lines.append("promoted: " + (json.dumps(p, ensure_ascii=False) if p is not None
+                                 else "none recorded (promoted.json missing)"))
+    return "\n".join(lines)
