@@ -1,0 +1,268 @@
+"""The multi-turn rollout driver: many trajectories at once, tools executed between turns.
+
+Each step, every live trajectory of the batch generates in ONE backend call. A completion
+that stops on `</tool_call>` continues the same assistant turn (prompt + text so far; prefix
+caching makes that cheap) so parallel calls survive, up to `max_calls_per_turn`. A finished
+turn is parsed: errors end the trajectory ("parse_error"), calls run against the task's
+environment (one per trajectory) and their results are appended, no call is the final answer.
+The turn limit ends it as "turn_limit"; a prompt over `max_context_tokens` or a turn cut by
+`max_tokens` as "token_limit".
+
+Seeds derive from (round, task id, sample); a request's seed from (that seed, turn, piece), so
+the same tasks give the same trajectories wherever the backend is deterministic. With `out`,
+each batch's trajectories are appended as it finishes and a rerun skips what is on disk: a
+killed run loses at most the batch in flight.
+
+    trajectories, stats = rollout(tasks, make_backend("vllm", model), k=4, round=4,
+                                  out=run_dir / "rollouts.jsonl")
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from data.chatformat import parse, render
+from data.environment import Environment
+from data.envs.base import stable_int
+from data.jsonl import Appender, read_all, repair_torn_tail
+from data.trajectory import Task, Trajectory
+from data.verify import verify
+
+from .sampling.base import CALL_STOP, Backend, SamplingParams
+
+MAX_CALLS_PER_TURN = 4
+
+
+@dataclass
+class RolloutStats:
+    trajectories: int = 0            # generated in this call (resumed rows not counted)
+    resumed: int = 0                 # read back from `out` and skipped
+    generated_tokens: int = 0
+    requests: int = 0
+    wall_s: float = 0.0
+    backend_s: float = 0.0           # time inside backend.generate
+    driver_overhead_share: float = 0.0  # (wall - backend) / wall: parsing, tools, bookkeeping, IO
+    turns: int = 0
+    successes: int = 0
+    finish: dict[str, int] = field(default_factory=dict)
+    batches: list[dict] = field(default_factory=list)  # one per backend call
+
+    @property
+    def trajectories_per_s(self) -> float:
+        return self.trajectories / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.generated_tokens / self.wall_s if self.wall_s else 0.0
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "trajectories_per_s": round(self.trajectories_per_s, 4),
+                "tokens_per_s": round(self.tokens_per_s, 3)}
+
+
+@dataclass
+class _Live:
+    """One trajectory in flight."""
+    task: Task
+    sample: int
+    seed: int
+    env: Environment
+    messages: list[dict]
+    turn_text: str = ""
+    turn_ids: list[int] = field(default_factory=list)
+    turn_calls: int = 0
+    pieces: int = 0
+    turn_token_ids: list[list[int]] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    requests: int = 0
+    parse_errors: list[str] = field(default_factory=list)
+    finish: str | None = None
+
+    @property
+    def turns(self) -> int:
+        return len(self.turn_token_ids)
+
+
+def trajectory_id(task_id: str, round: int, sample: int) -> str:
+    return f"{task_id}#{round}.{sample}"
+
+
+def rollout(tasks: list[Task], backend: Backend, *, k: int = 1, round: int = 0,
+            params: SamplingParams | None = None, max_context_tokens: int = 4096,
+            require_plan: bool = False, out: Path | None = None, progress: bool = True,
+            batch_size: int = 64, tokenizer=None,
+            max_calls_per_turn: int = MAX_CALLS_PER_TURN) -> tuple[list[Trajectory], RolloutStats]:
+    """Sample `k` trajectories per task; returns them (resumed + new) and the run's stats.
+
+    `tokenizer` (or the backend's own `.tokenizer`) lets the driver check the context limit
+    before a request; without one the limit is checked on the prompt size the backend reports.
+    """
+    params = params or SamplingParams()
+    tokenizer = tokenizer if tokenizer is not None else getattr(backend, "tokenizer", None)
+    stats = RolloutStats()
+    old: list[Trajectory] = []
+    if out is not None and Path(out).exists():
+        repair_torn_tail(Path(out))
+        old = read_all(out, Trajectory)
+    done = {(t.task_id, t.sample) for t in old}
+    stats.resumed = len(old)
+    todo = [(t, s) for t in tasks for s in range(k) if (t.id, s) not in done]
+    bar = _progress(len(todo), progress, getattr(backend, "name", "backend"))
+    new: list[Trajectory] = []
+    start = time.perf_counter()
+    writer = Appender(out) if out is not None else None
+    try:
+        for b in range(0, len(todo), batch_size):
+            live = [_start(t, s, round) for t, s in todo[b:b + batch_size]]
+            finished = _run_batch(live, backend, params, max_context_tokens, tokenizer,
+                                  max_calls_per_turn, stats, bar)
+            for lv in finished:
+                traj = _trajectory(lv, round, params, backend, require_plan)
+                if writer is not None:
+                    writer.write(traj)
+                new.append(traj)
+    finally:
+        if writer is not None:
+            writer.close()
+        if bar is not None:
+            bar.close()
+    stats.wall_s = time.perf_counter() - start
+    stats.trajectories = len(new)
+    stats.generated_tokens = sum(t.completion_tokens for t in new)
+    stats.turns = sum(t.turns for t in new)
+    stats.successes = sum(t.success for t in new)
+    stats.finish = dict(Counter(t.finish for t in new))
+    stats.driver_overhead_share = (max(stats.wall_s - stats.backend_s, 0.0) / stats.wall_s
+                                   if stats.wall_s else 0.0)
+    return old + new, stats
+
+
+def _progress(total: int, on: bool, name: str):
+    if not on or total == 0:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, desc=f"rollout[{name}]", unit="traj", dynamic_ncols=True)
+
+
+def _start(task: Task, sample: int, round: int) -> _Live:
+    return _Live(task=task, sample=sample, seed=stable_int(round, task.id, sample),
+                 env=Environment(task), messages=task.messages())
+
+
+def _run_batch(live: list[_Live], backend: Backend, params: SamplingParams,
+               max_context: int, tokenizer, max_calls: int, stats: RolloutStats,
+               bar) -> list[_Live]:
+    """Step all trajectories of one batch until every one has finished."""
+    active = list(live)
+    while active:
+        prompts, convs, seeds, step_params, asked = [], [], [], [], []
+        for lv in active:
+            prompt = render(lv.messages, lv.task.tools, add_generation_prompt=True) + lv.turn_text
+            budget = params.max_tokens - len(lv.turn_ids)
+            if tokenizer is not None:
+                room = max_context - len(tokenizer.encode(prompt, add_special_tokens=False))
+                if room <= 0:
+                    _end_turn_cut(lv, "token_limit")
+                    continue
+                budget = min(budget, room)
+            prompts.append(prompt)
+            convs.append((lv.messages, lv.task.tools))
+            seeds.append(stable_int(lv.seed, lv.turns, lv.pieces, mod=2**31 - 1))
+            step_params.append(budget)
+            asked.append(lv)
+        if asked:
+            # One call per step; rows share one max_tokens (the largest budget) and each row
+            # is cut back to its own budget below.
+            p = SamplingParams(temperature=params.temperature, top_p=params.top_p,
+                               max_tokens=max(step_params), stop=list(params.stop))
+            t0 = time.perf_counter()
+            completions = backend.generate(prompts, p, seeds, conversations=convs)
+            dt = time.perf_counter() - t0
+            stats.backend_s += dt
+            stats.requests += len(prompts)
+            n_tok = sum(len(c.token_ids) for c in completions)
+            stats.batches.append({"prompts": len(prompts), "generated_tokens": n_tok,
+                                  "seconds": round(dt, 4),
+                                  "tokens_per_s": round(n_tok / dt, 2) if dt else 0.0})
+            for lv, c, budget in zip(asked, completions, step_params):
+                _advance(lv, c, budget, max_context, max_calls, tokenizer)
+        still = []
+        for lv in active:
+            if lv.finish is None:
+                still.append(lv)
+            elif bar is not None:
+                bar.update(1)
+        active = still
+    return live
+
+
+def _advance(lv: _Live, c, budget: int, max_context: int, max_calls: int,
+             tokenizer) -> None:
+    """Fold one completion into its trajectory; end or continue the turn."""
+    ids, text, cut = list(c.token_ids), c.text, c.finish_reason == "length"
+    if len(ids) > budget:  # this row had less room than the shared request: cut it back
+        ids, cut = ids[:budget], True
+        if tokenizer is not None:
+            text = tokenizer.decode(ids, skip_special_tokens=True)
+    lv.turn_text += text
+    lv.turn_ids += ids
+    lv.pieces += 1
+    lv.requests += 1
+    lv.completion_tokens += len(ids)
+    lv.prompt_tokens = max(lv.prompt_tokens, c.prompt_tokens)
+    if cut or (c.prompt_tokens and c.prompt_tokens + len(ids) > max_context):
+        _end_turn_cut(lv, "token_limit")
+        return
+    if c.stop_reason == CALL_STOP and lv.turn_calls + 1 < max_calls:
+        lv.turn_calls += 1  # keep generating the same assistant turn
+        return
+    _end_turn(lv)
+
+
+def _close_turn(lv: _Live) -> str:
+    text = lv.turn_text
+    lv.messages.append({"role": "assistant", "content": text})
+    lv.turn_token_ids.append(lv.turn_ids)
+    lv.turn_text, lv.turn_ids, lv.turn_calls, lv.pieces = "", [], 0, 0
+    return text
+
+
+def _end_turn_cut(lv: _Live, finish: str) -> None:
+    if lv.turn_ids or lv.turn_text:
+        _close_turn(lv)
+    lv.finish = finish
+
+
+def _end_turn(lv: _Live) -> None:
+    turn = parse(_close_turn(lv), lv.task.tools)
+    if turn.errors:
+        lv.parse_errors += turn.errors
+        lv.finish = "parse_error"
+        return
+    if not turn.calls:
+        lv.finish = "answer"
+        return
+    for call in turn.calls:
+        lv.messages.append({"role": "tool", "content": lv.env.execute(call)})
+    if lv.turns >= lv.task.max_turns:
+        lv.finish = "turn_limit"
+
+
+def _trajectory(lv: _Live, round: int, params: SamplingParams, backend: Backend,
+                require_plan: bool) -> Trajectory:
+    task = lv.task
+    v = verify(task, lv.messages, require_plan=require_plan, finish=lv.finish)
+    return Trajectory(
+        id=trajectory_id(task.id, round, lv.sample), task_id=task.id, domain=task.domain,
+        kind=task.kind, round=round, sample=lv.sample, seed=lv.seed, source="policy",
+        messages=lv.messages, tools=task.tools, turn_token_ids=lv.turn_token_ids,
+        finish=lv.finish, parse_errors=lv.parse_errors, prompt_tokens=lv.prompt_tokens,
+        completion_tokens=lv.completion_tokens, turns=lv.turns,
+        sampler={"backend": getattr(backend, "name", "?"), "temperature": params.temperature,
+                 "top_p": params.top_p, "max_tokens": params.max_tokens,
+                 "requests": lv.requests,
+                 "prompt_tokens": "longest prompt sent for this trajectory"},
+        verification=v)

