@@ -161,6 +161,9 @@ def _len(t: Trajectory) -> int:
 
 
 def _attr(t: Trajectory, name: str):
+    """A balancing key: a trajectory field, its turn count, or its length bucket (~1k tokens)."""
+    if name == "length_bucket":
+        return sum(len(m.get("content") or "") for m in t.messages) // 4000
     if name == "turns":
         return t.turns or sum(m["role"] == "assistant" for m in t.messages)
     return getattr(t, name)

@@ -1,0 +1,215 @@
+"""`pipeline`: run the five gated rounds, inspect runs, evaluate, export, chat, benchmark."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+BENCHES = {"rollout": "pipeline.bench.rollout", "train": "pipeline.bench.train",
+           "verify": "pipeline.bench.verifier", "filters": "pipeline.bench.filters"}
+
+
+def _config(args):
+    from pipeline import config
+    overrides = list(args.overrides or [])
+    if args.run_dir:
+        overrides.append(f"run_dir={args.run_dir}")
+    return config.load(args.config, args.preset, overrides)
+
+
+def cmd_run(args) -> int:
+    from pipeline.config import ROUND_NAMES, dump
+    from pipeline.runstore import RunStore
+    cfg = _config(args)  # a bad config fails here, before any work
+    if args.round is not None and not 1 <= args.round <= 5:
+        raise SystemExit("--round takes 1..5")
+    if args.dry_run:
+        print(dump(cfg))
+        store_dir = cfg.directory()
+        state = RunStore(store_dir).state() if (store_dir / "state.json").exists() else {"rounds": {}}
+        print(f"plan for {store_dir}:")
+        for n, name in enumerate(ROUND_NAMES, 1):
+            rs = cfg.rounds[name]
+            if args.round and n != args.round:
+                continue
+            st = state["rounds"].get(str(n), {})
+            done = ",".join(st.get("done", {})) or "-"
+            what = "GRPO" if name == "rl_polish" else f"SFT (k={rs.k})"
+            print(f"  {n} {name:<13} {'on ' if rs.enabled else 'off'} tasks={sum(rs.tasks.values()):<4}"
+                  f" {what:<10} target={rs.target:<12} status={st.get('status', 'pending')}"
+                  f" done={done}")
+        return 0
+    from pipeline.loop import GateFailed, run
+    try:
+        summary = run(cfg, only_round=args.round, from_model=args.from_model, force=args.force,
+                      progress=not args.no_progress)
+    except GateFailed as err:
+        print(f"stopped: {err}", file=sys.stderr)
+        return 3
+    print(json.dumps(summary, indent=1))
+    from gates.report import summary_table
+    print(summary_table(cfg.directory()))
+    return 0
+
+
+def cmd_status(args) -> int:
+    from pipeline.status import status_text
+    print(status_text(Path(args.run)))
+    return 0
+
+
+def cmd_report(args) -> int:
+    from gates.html import write_run_report
+    from gates.report import summary_table
+    print(summary_table(Path(args.run)))
+    print(f"html: {write_run_report(Path(args.run))}")
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from pipeline import config, models
+    from pipeline.loop import evaluate_model, suites_for
+    overrides = [f"sampler.backend={args.backend}"] if args.backend else []
+    cfg = config.load(args.config, args.preset, overrides + list(args.overrides or []))
+    if args.suite:
+        wanted = args.suite.split(",")
+        cfg.canaries.sizes = {k: v for k, v in cfg.canaries.sizes.items() if k in wanted}
+    if args.k:
+        cfg.canaries.k = args.k
+    suites = suites_for(cfg)
+    res = evaluate_model(cfg, models.resolve(args.model), Path(args.out), suites)
+    for name, s in res["suites"].items():
+        metrics = ", ".join(f"{m}={v:.3f}" for m, v in s["metrics"].items())
+        print(f"{name:<12} n={s.get('n_items', '?'):<4} {metrics}")
+    print(f"written: {Path(args.out) / 'eval.json'}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from export import export_model
+    src = Path(args.target)
+    if (src / "promoted.json").exists():
+        src = Path(json.loads((src / "promoted.json").read_text())["model"])
+    out = Path(args.out or (src.parent / "export"))
+    info = export_model(src, out, args.quant, load_check=not args.no_load_check)
+    print(json.dumps({k: v for k, v in info.items() if k != "load_check"}, indent=1, default=str))
+    return 0
+
+
+def cmd_chat(args) -> int:
+    from export.chat import chat
+    chat(Path(args.model), prompt=args.prompt, max_tokens=args.max_tokens)
+    return 0
+
+
+def cmd_bench(args) -> int:
+    import importlib
+    if args.name not in BENCHES:
+        raise SystemExit(f"unknown benchmark {args.name!r}; choose from {', '.join(BENCHES)}")
+    return importlib.import_module(BENCHES[args.name]).main(args.rest)
+
+
+def cmd_tasks(args) -> int:
+    from data import tasks
+    for i in range(args.start, args.start + args.n):
+        t = tasks.make(args.kind, i, split=args.split, context_tokens=args.context_tokens)
+        if args.json:
+            print(t.model_dump_json())
+            continue
+        names = [x["function"]["name"] for x in t.tools]
+        print(f"[{t.id}] {t.domain}/{t.kind}  turns<={t.max_turns}  needs {t.min_calls} call(s)")
+        print(f"  prompt : {t.prompt}")
+        print(f"  tools  : {', '.join(names) if names else '(none)'}")
+        if t.faults:
+            print(f"  faults : {json.dumps({k: v for k, v in t.faults.items() if k != 'pad_chars'})}")
+        print(f"  gold   : {', '.join(f'{g.name}({json.dumps(g.arguments)})' for g in t.gold_calls) or 'no call'}")
+        print(f"  answer : {t.answer!r}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="pipeline", description=__doc__)
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    def cfg_args(p):
+        p.add_argument("config", nargs="?", help="run config YAML (default: the default preset)")
+        p.add_argument("--preset", help="a shipped config: default, tiny")
+        p.add_argument("--run-dir", help="run directory (default runs/<name>)")
+        p.add_argument("-o", "--set", dest="overrides", action="append", metavar="KEY=VALUE",
+                       help="override a config key, e.g. -o rounds.grounding.k=2")
+
+    p = sub.add_parser("run", help="run every round not yet done (resumable)")
+    cfg_args(p)
+    p.add_argument("--round", type=int, help="run only this round (1-5)")
+    p.add_argument("--from", dest="from_model", help="with --round: start from this model dir")
+    p.add_argument("--dry-run", action="store_true", help="validate the config, print the plan")
+    p.add_argument("--force", action="store_true", help="promote even if the gate fails "
+                                                        "(written into the report)")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(fn=cmd_run)
+
+    p = sub.add_parser("status", help="rounds, steps, counts, gate verdicts, promoted model")
+    p.add_argument("run")
+    p.set_defaults(fn=cmd_status)
+
+    p = sub.add_parser("report", help="print the gate summary table and write report.html")
+    p.add_argument("run")
+    p.set_defaults(fn=cmd_report)
+
+    p = sub.add_parser("eval", help="evaluate a model on the canary suites")
+    p.add_argument("model", help="model dir, embedded:smollm2-135m or tiny:W")
+    p.add_argument("--suite", help="comma list: reasoning,recovery,single_turn,multi_turn,irrelevance")
+    p.add_argument("--k", type=int)
+    p.add_argument("--backend")
+    p.add_argument("--out", default="runs/eval")
+    p.add_argument("--config")
+    p.add_argument("--preset")
+    p.add_argument("-o", "--set", dest="overrides", action="append", metavar="KEY=VALUE")
+    p.set_defaults(fn=cmd_eval)
+
+    p = sub.add_parser("export", help="export a run's promoted model (or a model dir) to GGUF")
+    p.add_argument("target", help="run directory or HF model directory")
+    p.add_argument("--quant", default="Q6_K", choices=["Q6_K", "Q8_0", "Q5_K_M", "Q4_K_M"])
+    p.add_argument("--out")
+    p.add_argument("--no-load-check", action="store_true")
+    p.set_defaults(fn=cmd_export)
+
+    p = sub.add_parser("chat", help="chat with a GGUF; built-in tools run for real")
+    p.add_argument("model", help="a .gguf file")
+    p.add_argument("--prompt", help="one-shot question instead of an interactive session")
+    p.add_argument("--max-tokens", type=int, default=256)
+    p.set_defaults(fn=cmd_chat)
+
+    p = sub.add_parser("bench", help=f"benchmarks: {', '.join(BENCHES)}")
+    p.add_argument("name", choices=sorted(BENCHES))
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark")
+    p.set_defaults(fn=cmd_bench)
+
+    p = sub.add_parser("tasks", help="print generated tasks with tools and ground truth")
+    from data.tasks import KINDS
+    p.add_argument("--kind", default="chained", choices=KINDS)
+    p.add_argument("--n", type=int, default=5)
+    p.add_argument("--start", type=int, default=0)
+    p.add_argument("--split", default="train", choices=["train", "canary"])
+    p.add_argument("--context-tokens", type=int, default=2000)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_tasks)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    from pipeline.config import ConfigError
+    from pipeline.runstore import RunLocked
+    try:
+        return args.fn(args) or 0
+    except (ConfigError, RunLocked, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""Steps every round recipe is made of: tasks, samples, oracle/teacher traces, accept, train.
+
+Each step checks the run store first and records itself done only after its output file was
+renamed into place, so a recipe re-run after a kill skips straight to the unfinished step.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from data import filters, jsonl, tasks as taskgen
+from data.trajectory import Task, Trajectory
+from data.verify import verify
+from pipeline.config import RoundSettings, RunConfig
+from pipeline.runstore import RunStore
+from pipeline.sampling.base import SamplingParams
+
+log = logging.getLogger("toolsmith")
+
+
+@dataclass
+class Candidate:
+    """What a round hands to the uniform tail: the trained model and the round's numbers."""
+    model_dir: Path
+    stats: dict = field(default_factory=dict)
+
+
+@dataclass
+class RoundContext:
+    cfg: RunConfig
+    settings: RoundSettings
+    store: RunStore
+    number: int
+    name: str
+    start_model: Path                        # the promoted model this round starts from
+    decontaminator: filters.Decontaminator
+    open_backend: Callable                   # (model_dir) -> context manager yielding a Backend
+    progress: bool = True
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def dir(self) -> Path:
+        return self.store.round_dir(self.number)
+
+    def step_done(self, step: str) -> bool:
+        return self.store.done(self.number, step)
+
+    def mark(self, step: str, **info) -> None:
+        self.store.mark(self.number, step, info)
+        self.stats.setdefault("steps", {})[step] = info
+
+
+def make_tasks(ctx: RoundContext, step: str = "tasks", namespace: str | None = None,
+               kinds: dict[str, int] | None = None) -> list[Task]:
+    """Generate the round's tasks, decontaminated against every canary prompt.
+
+    Generators draw more items than asked when some collide with a canary, so the round gets
+    the count it was configured for."""
+    path = ctx.dir / f"{step}.jsonl"
+    if ctx.step_done(step):
+        return jsonl.read_all(path, Task)
+    s, ns = ctx.settings, namespace or f"round-{ctx.number}"
+    out, dropped = [], 0
+    for kind, n in (kinds or s.tasks).items():
+        buckets = s.context_tokens if kind == "long_context" else [None]
+        for b, tokens in enumerate(buckets):
+            want = n // len(buckets) + (1 if b < n % len(buckets) else 0)
+            got, i = [], 0
+            while len(got) < want and i < want * 20 + 50:
+                t = taskgen.make(kind, i, split="train", namespace=f"{ns}-b{b}",
+                                 domains=s.domains, context_tokens=tokens or 2000)
+                i += 1
+                if ctx.decontaminator.reason(t.prompt):
+                    dropped += 1
+                    continue
+                got.append(t)
+            out += got
+    jsonl.write_atomic(path, out)
+    ctx.mark(step, tasks=len(out), decontaminated=dropped)
+    log.info("%s: %d tasks (%d dropped by decontamination)", step, len(out), dropped)
+    return out
+
+
+def oracle_trajectories(task_list: list[Task], round_no: int) -> list[Trajectory]:
+    """Correct-by-construction demonstrations, verified like any other trajectory."""
+    out = []
+    for t in task_list:
+        msgs = t.messages() + t.oracle
+        out.append(Trajectory(
+            id=f"{t.id}#oracle", task_id=t.id, domain=t.domain, kind=t.kind, round=round_no,
+            source="oracle", messages=msgs, tools=t.tools, finish="answer",
+            turns=sum(m["role"] == "assistant" for m in t.oracle),
+            verification=verify(t, msgs, require_plan=True)))
+    return out
+
+
+def sample(ctx: RoundContext, task_list: list[Task], model_dir: Path, step: str = "rollouts",
+           k: int | None = None, require_plan: bool | None = None) -> list[Trajectory]:
+    """k on-policy samples per task, streamed to `<step>.jsonl` (a kill loses one batch)."""
+    from pipeline.rollout import rollout
+    path = ctx.dir / f"{step}.jsonl"
+    if ctx.step_done(step):
+        return jsonl.read_all(path, Trajectory)
+    s = ctx.settings
+    params = SamplingParams(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_new_tokens)
+    with ctx.open_backend(model_dir) as backend:
+        trajs, stats = rollout(task_list, backend, k=k or s.k, round=ctx.number, params=params,
+                               max_context_tokens=ctx.cfg.sampler.max_context_tokens,
+                               require_plan=s.require_plan if require_plan is None else require_plan,
+                               out=path, progress=ctx.progress)
+    info = stats.as_dict()
+    ctx.mark(step, rollouts=len(trajs), successes=sum(t.success for t in trajs),
+             tokens_per_s=round(info.get("tokens_per_s", 0) or 0, 1))
+    log.info("%s: %d rollouts, %d verified successes", step, len(trajs),
+             sum(t.success for t in trajs))
+    return trajs
+
+
+def teacher_trajectories(ctx: RoundContext, task_list: list[Task]) -> list[Trajectory]:
+    """Optional teacher traces: a Hermes-format file, and/or an OpenAI-compatible endpoint."""
+    t = ctx.settings.teacher
+    out: list[Trajectory] = []
+    if t.file:
+        from data.loaders import load_hermes
+        out += load_hermes(t.file)
+    if t.endpoint:
+        from contextlib import closing
+
+        from pipeline.rollout import rollout
+        from pipeline.sampling import make_backend
+        opts = {"base_url": t.endpoint, "mode": "chat"}
+        if t.api_key_env:
+            opts["api_key_env"] = t.api_key_env
+        path = ctx.dir / "teacher.jsonl"
+        with closing(make_backend("openai", t.model or "teacher", **opts)) as backend:
+            trajs, _ = rollout(task_list, backend, k=t.k, round=ctx.number, out=path,
+                               require_plan=ctx.settings.require_plan, progress=ctx.progress)
+        for tr in trajs:
+            tr.source = "teacher"
+        out += trajs
+    return out
+
+
+def accept(ctx: RoundContext, rows: list[Trajectory], step: str = "accepted",
+           balance: list[str] | None = None) -> list[Trajectory]:
+    """rejection -> dedup -> decontamination -> distribution matching; reports go to stats."""
+    path = ctx.dir / f"{step}.jsonl"
+    if ctx.step_done(step):
+        return jsonl.read_all(path, Trajectory)
+    f = ctx.settings.filter
+    kept, r1 = filters.rejection(rows)
+    kept, r2 = filters.dedup(kept)
+    kept, r3 = filters.decontaminate(kept, ctx.decontaminator)
+    kept, r4 = filters.distribution_match(kept, cap_per_task=f.cap_per_task,
+                                          balance=balance or f.balance, max_rows=f.max_rows)
+    reports = [r.as_dict() for r in (r1, r2, r3, r4)]
+    jsonl.write_atomic(path, kept)
+    by_source: dict[str, int] = {}
+    for t in kept:
+        by_source[t.source] = by_source.get(t.source, 0) + 1
+    ctx.stats.setdefault("filters", {})[step] = reports
+    ctx.mark(step, accepted=len(kept), seen=len(rows), by_source=by_source)
+    log.info("%s: %d of %d trajectories accepted %s", step, len(kept), len(rows), by_source)
+    if not kept:
+        raise RuntimeError(f"round {ctx.number}: no trajectory passed the filters "
+                           f"({json.dumps(reports)}); add oracle/teacher data or more tasks")
+    return kept
+
+
+def train(ctx: RoundContext, accepted: list[Trajectory], base: Path, step: str = "train",
+          out_dir: Path | None = None) -> Path:
+    """LoRA SFT on the accepted set; returns the merged model directory."""
+    from pipeline.training.sft import train_sft
+    out_dir = out_dir or ctx.dir
+    model_dir = out_dir / "model"
+    if ctx.step_done(step):
+        return model_dir
+    stats = train_sft(accepted, base, out_dir, ctx.settings.sft, progress=ctx.progress)
+    ctx.stats.setdefault("training", {})[step] = stats
+    ctx.mark(step, **{k: v for k, v in stats.items() if isinstance(v, (int, float, str))})
+    return model_dir

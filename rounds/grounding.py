@@ -1,0 +1,18 @@
+"""Round 1, grounding: teach the call format on demonstrations that are correct by construction.
+
+Oracle demonstrations from the built-in environments, optional teacher traces (a file or an
+endpoint), and samples of the base model; keep calls to declared tools with schema-valid
+arguments and a verified final answer; LoRA SFT.
+"""
+from rounds.common import Candidate, RoundContext, accept, make_tasks, oracle_trajectories, \
+    sample, teacher_trajectories, train
+
+
+def run(ctx: RoundContext) -> Candidate:
+    tasks = make_tasks(ctx)
+    rows = sample(ctx, tasks, ctx.start_model)               # the base rarely succeeds: that's fine
+    if ctx.settings.oracle:
+        rows = oracle_trajectories(tasks, ctx.number) + rows
+    rows += teacher_trajectories(ctx, tasks)
+    accepted = accept(ctx, rows)
+    return Candidate(train(ctx, accepted, ctx.start_model), ctx.stats)
