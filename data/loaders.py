@@ -302,9 +302,9 @@ def _hermes_trajectory(row: dict, where: str) -> Trajectory:
         if role is None:
             raise ValueError(f"unknown speaker {t.get('from', t.get('role'))!r}")
         if role == "system":
-            found = _TOOLS.search(content)
+            found = [b for b in _TOOLS.findall(content) if b.strip()]  # skips "<tools></tools>"
             if found and not tools:
-                tools = _as_tools(found.group(1))
+                tools = _as_tools(found[-1])
             # the template writes the tool list itself: keep only a system prompt without it
             messages.append({"role": "system",
                              "content": DEFAULT_SYSTEM if found else content.strip()})
