@@ -73,12 +73,26 @@ class RoundSettings(Strict):
 
 
 class GateSettings(Strict):
-    keep_se: float = Field(2.0, description="target must improve by this many paired SEs")
-    drop_se: float = Field(2.0, description="no canary may drop by more than this many SEs")
+    keep_se: float = Field(2.0, ge=0, description="target must improve by this many paired SEs")
+    drop_se: float = Field(2.0, ge=0, description="no canary may drop by more than this many SEs")
+    allow_tie: bool = Field(False, description="target passes at delta >= 0 (relaxed presets "
+                                               "only: a random tiny model cannot improve)")
     drop_abs: dict[str, float] = Field(default_factory=dict,
                                        description="absolute drop tolerance per canary")
     floors: dict[str, float] = Field(default_factory=dict, description="absolute floor per canary")
     relaxed: bool = Field(False, description="thresholds relaxed (tiny preset); shown in reports")
+
+    @model_validator(mode="after")
+    def _check(self):
+        for name, table in (("drop_abs", self.drop_abs), ("floors", self.floors)):
+            bad = {k: v for k, v in table.items() if k not in CANARIES or not 0 <= v <= 1}
+            if bad:
+                raise ValueError(f"gate.{name}: {bad}: keys must be canaries {CANARIES}, "
+                                 "values in [0, 1]")
+        if self.allow_tie and not self.relaxed:
+            raise ValueError("gate.allow_tie needs gate.relaxed: true (it is shown as relaxed "
+                             "in every report)")
+        return self
     on_fail: Literal["stop", "skip"] = Field("stop", description="a failed gate stops the run or "
                                                                  "skips the round")
 
