@@ -24,8 +24,9 @@ h1 { margin-bottom: 4px; } .sub { color: #666; margin-top: 0; }
 .forced { background: #f8d7da; border: 2px solid #c82333; color: #721c24; }
 table { border-collapse: collapse; margin: 8px 0 16px; font-size: 14px; }
 th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
-th:first-child, td:first-child, td.word { text-align: left; }
+th:first-child, td:first-child, td.word, th:last-child { text-align: left; }
 td.fail { background: #f8d7da; } td.ok { background: #d4edda; }
+.plots { display: flex; flex-wrap: wrap; align-items: flex-start; }
 .plots img { margin: 4px; border: 1px solid #ddd; }
 pre { background: #f6f6f6; padding: 8px; overflow-x: auto; font-size: 12px; }
 """
@@ -59,6 +60,9 @@ def canary_plot(name: str, rows: list[dict]) -> str:
         ax.errorbar([x], [y], yerr=[se], fmt="o", color=color, ms=7, capsize=3, zorder=2,
                     markeredgecolor="#e07b00" if r["forced"] else color,
                     markeredgewidth=2.5 if r["forced"] else 1)
+        if r["forced"]:
+            ax.annotate("forced", (x, y), xytext=(0, -16), textcoords="offset points",
+                        ha="center", fontsize=7, color="#e07b00", fontweight="bold")
         if r["relaxed"]:
             ax.axvspan(x - 0.4, x + 0.4, color="#ffd54f", alpha=0.45, zorder=0)
             ax.text(x, 1.02, "relaxed", ha="center", va="bottom", fontsize=7, color="#7a5a00")
@@ -184,8 +188,9 @@ def write_run_report(run_dir: str | Path) -> Path:
                  "base model; yellow band: relaxed thresholds. Bars: paired SE.</p>"]
     curves = training_curves(run_dir)
     body.append("<h2>Training curves</h2>")
-    body += ([f"<div class='plots'>{_img(png, cap)}</div>" for cap, png in curves]
-             or ["<p>No training logs found (round-*/train_log.jsonl, grpo_log.jsonl).</p>"])
+    body.append("<div class='plots'>" + "".join(_img(png, cap) for cap, png in curves) + "</div>"
+                if curves else
+                "<p>No training logs found (round-*/train_log.jsonl, grpo_log.jsonl).</p>")
     if reports:
         body += ["<h2>Gate rules per round</h2>", _rules_html(reports),
                  "<h2>Summary (as printed by <code>pipeline report</code>)</h2>",

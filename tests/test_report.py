@@ -1,0 +1,143 @@
+"""Gate reports (JSON + Markdown), the run summary table, and report.html in headless Chromium."""
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gates.html import write_run_report
+from gates.promote import Thresholds, decide
+from gates.report import summary_table, write_gate_report
+
+PRIMARY = {"multi_turn": "success", "single_turn": "exact", "irrelevance": "no_call"}
+
+
+def evaluation(values: dict[str, list[float]]) -> dict:
+    suites = {}
+    for name, vals in values.items():
+        m = PRIMARY[name]
+        items = {f"{name}-{i}": {m: v, "pass@k": float(v > 0)} for i, v in enumerate(vals)}
+        suites[name] = {"version": "v1", "hash": f"hash-{name}", "primary": m,
+                        "n_items": len(vals), "source": "built-in",
+                        "metrics": {m: sum(vals) / len(vals),
+                                    "pass@k": sum(float(v > 0) for v in vals) / len(vals)},
+                        "items": items}
+    return {"k": 2, "suites": suites}
+
+
+BASE = evaluation({"multi_turn": [0, 0, 0.5, 0, 0.5, 0, 0, 0],
+                   "single_turn": [1, 0.5, 0, 1, 1, 0, 1, 0.5],
+                   "irrelevance": [1, 1, 0.5, 1, 1, 1, 0, 1]})
+ROUNDS = [  # (candidate, relaxed, force)
+    (evaluation({"multi_turn": [1, 0.5, 1, 0.5, 1, 0.5, 1, 0.5],
+                 "single_turn": [1, 0.5, 0.5, 1, 1, 0, 1, 0.5],
+                 "irrelevance": [1, 1, 0.5, 1, 1, 1, 0, 1]}), False, False),
+    (evaluation({"multi_turn": [1, 0.5, 1, 0.5, 1, 0.5, 1, 1],
+                 "single_turn": [0, 0, 0, 0, 1, 0, 0, 0],
+                 "irrelevance": [1, 1, 1, 1, 1, 1, 0, 1]}), False, False),
+    (evaluation({"multi_turn": [1, 1, 1, 1, 1, 0.5, 1, 1],
+                 "single_turn": [1, 0.5, 0.5, 1, 1, 0.5, 1, 0.5],
+                 "irrelevance": [0.5, 0.5, 0, 0.5, 0.5, 0.5, 0, 0.5]}), True, True),
+]
+NAMES = ["grounding", "plan-finish", "long-context"]
+
+
+def make_run(root: Path) -> Path:
+    run = root / "demo-run"
+    baseline = BASE
+    for n, ((cand, relaxed, force), name) in enumerate(zip(ROUNDS, NAMES), 1):
+        th = Thresholds(keep_se=0.5 if relaxed else 2.0, relaxed=relaxed,
+                        floors={"irrelevance": 0.5})
+        d = decide(cand, baseline, th, target="multi_turn", force=force)
+        rdir = run / f"round-{n}-{name}"
+        write_gate_report(rdir / "gate", d, cand, baseline, {"round": n, "name": name})
+        with open(rdir / "train_log.jsonl", "w") as f:
+            for step in range(1, 11):
+                f.write(json.dumps({"step": step, "loss": 2.0 / (step + n)}) + "\n")
+        if d.promote:
+            baseline = cand
+            (run / "promoted.json").write_text(json.dumps({"round": n, "name": name}))
+    with open(run / "round-3-long-context" / "grpo_log.jsonl", "w") as f:
+        for step in range(1, 8):
+            f.write(json.dumps({"step": step, "reward": 0.3 + 0.05 * step,
+                                "kl": 0.01 * step}) + "\n")
+    return run
+
+
+def test_gate_report_files_and_numbers(tmp_path):
+    run = make_run(tmp_path)
+    rep = json.loads((run / "round-1-grounding/gate/report.json").read_text())
+    assert rep["decision"] == "PROMOTED" and rep["promote"] and not rep["forced"]
+    mt = rep["canaries"]["multi_turn"]
+    # multi_turn d = [1, .5, .5, .5, .5, .5, 1, .5]: mean 0.625, SD^2 = (2*.140625 +
+    # 6*.015625)/7 = 0.375/7, SE = sqrt(0.375/56) = 0.08183
+    assert mt["comparisons"]["success"]["delta"] == pytest.approx(0.625)
+    assert mt["comparisons"]["success"]["se"] == pytest.approx((0.375 / 56) ** 0.5)
+    assert mt["verdict"] == "pass (target)"
+    assert mt["baseline"]["success"] == pytest.approx(1 / 8)
+    md = (run / "round-1-grounding/gate/report.md").read_text()
+    assert "**Decision: PROMOTED**" in md
+    assert "| success | 0.125 | 0.750 | +0.625 | 0.082 | 8/0/0 | pass (target) |" in md
+
+    rep2 = json.loads((run / "round-2-plan-finish/gate/report.json").read_text())
+    assert rep2["decision"] == "NOT PROMOTED"
+    assert rep2["canaries"]["single_turn"]["verdict"] == "FAIL (no-drop)"
+    failed = [r for r in rep2["rules"] if not r["passed"]]
+    assert {(r["name"], r["canary"]) for r in failed} == {("no-drop", "single_turn"),
+                                                          ("target", "multi_turn")}
+
+    rep3 = json.loads((run / "round-3-long-context/gate/report.json").read_text())
+    assert rep3["forced"] and rep3["thresholds"]["relaxed"]
+    md3 = (run / "round-3-long-context/gate/report.md").read_text()
+    assert "RELAXED THRESHOLDS" in md3 and "--force was given" in md3
+    assert rep3["decision"] == "PROMOTED (FORCED: rules failed)"
+    assert "- [ ] **floor** irrelevance.no_call: candidate 0.375 vs floor 0.500" in md3
+
+
+def test_summary_table_lists_rounds_canaries_and_promoted(tmp_path):
+    run = make_run(tmp_path)
+    text = summary_table(run)
+    lines = text.splitlines()
+    assert lines[0].split() == ["round", "irrelevance", "multi_turn", "single_turn", "decision"]
+    assert lines[2].startswith("0 base") and "0.125" in lines[2]
+    assert "1 round-1-grounding" in lines[3] and "0.750 (+0.625)" in lines[3]
+    # round 2 is compared with round 1's promoted candidate: 0.6875 -> 0.125
+    assert "NOT PROMOTED" in lines[4] and "0.125 (-0.562) !" in lines[4]
+    assert "PROMOTED (FORCED: rules failed) [relaxed]" in lines[5]
+    assert "0.375 (-0.438) !" in lines[5]  # irrelevance under its floor, forced anyway
+    assert 'promoted: {"round": 3, "name": "long-context"}' in text
+    assert "no gate reports" in summary_table(tmp_path / "empty")
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_html_report_renders_in_headless_chromium(tmp_path):
+    run = make_run(tmp_path)
+    page = write_run_report(run)
+    html = page.read_text()
+    assert page == run / "report.html"
+    assert html.count("data:image/png;base64,") == 3 + 3 + 1  # canaries, train logs, grpo log
+    assert "Relaxed thresholds in round(s) 3" in html and "Forced promotion" in html
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    png = tmp_path / "report.png"
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           "--no-first-run", "--hide-scrollbars", f"--user-data-dir={tmp_path / 'profile'}",
+           "--window-size=1280,2400", f"--screenshot={png}", page.resolve().as_uri()]
+    subprocess.run(cmd, capture_output=True, timeout=120)
+    assert png.exists() and png.stat().st_size > 10_000
+    import matplotlib.image as mpimg
+    img = mpimg.imread(png)                       # (H, W, C) floats in [0, 1]
+    assert img.shape[0] >= 2000 and img.shape[1] >= 1200
+    rgb = img[..., :3]
+    assert rgb.std() > 0.05                        # not a blank page
+    assert (rgb.mean(axis=2) < 0.5).mean() > 0.005  # dark pixels: text and plot lines
+    # the relaxed banner's yellow (#fff3cd) is on screen
+    yellow = (abs(rgb[..., 0] - 1.0) < 0.02) & (abs(rgb[..., 1] - 0.953) < 0.02) & \
+             (abs(rgb[..., 2] - 0.804) < 0.03)
+    assert yellow.sum() > 1000
