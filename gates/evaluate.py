@@ -56,7 +56,10 @@ def _first_calls(traj: Trajectory) -> tuple[list, bool]:
 
 
 def _no_call(task: Task, traj: Trajectory) -> float:
-    """Answered without any tool call: no call markup anywhere and a non-empty final text."""
+    """Answered without any tool call: the turn ended by itself (not cut at max_tokens), no
+    call markup anywhere, and a non-empty final text."""
+    if traj.finish != "answer":
+        return 0.0
     said = [m.get("content") or "" for m in traj.messages if m["role"] == "assistant"]
     if not said or any(CALL_OPEN in s for s in said):
         return 0.0

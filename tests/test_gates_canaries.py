@@ -69,7 +69,9 @@ def test_irrelevance_counts_answers_without_calls():
                        "content": f'<tool_call>\n{{"name": "{tool}", "arguments": {{}}}}\n'
                                   "</tool_call>"}], finish="parse_error")
     empty = traj(t, [{"role": "assistant", "content": ""}], sample=2)
-    assert score_item(s, t, [oracle(t), called, empty]) == {"no_call": pytest.approx(1 / 3)}
+    cut = traj(t, [{"role": "assistant", "content": "Here is a po"}], sample=3,
+               finish="token_limit")  # cut at max_tokens: not an answer
+    assert score_item(s, t, [oracle(t), called, empty, cut]) == {"no_call": 0.25}
 
 
 def test_recovery_needs_success_without_loop():
