@@ -23,6 +23,7 @@ DEPRECATED = {"penalize_newline", "low_vram", "f16_kv", "logits_all", "vocab_onl
               "use_mlock", "mirostat", "mirostat_tau", "mirostat_eta"}
 ROLES = {"system", "user", "assistant"}
 BOOLS = {"1", "t", "T", "true", "TRUE", "True", "0", "f", "F", "false", "FALSE", "False"}
+_SWALLOWED = re.compile(r"(FROM|PARAMETER|TEMPLATE|SYSTEM|ADAPTER|LICENSE|MESSAGE) \S")
 _WORD = re.compile(r"([A-Za-z]+)(?:[ \t]+|$)")
 
 
@@ -53,9 +54,14 @@ def _entries(text: str) -> tuple[list[tuple[int, str, str]], list[str]]:
                                 'add the closing """')
                 continue
             body, rest = body.split('"""', 1)
+            swallowed = [ln for ln in body.split("\n")[1:] if _SWALLOWED.match(ln)]
+            if swallowed:
+                problems.append(f'line {lineno}: the """ block of {word.upper()} swallows the '
+                                f'line {swallowed[0][:40]!r}; its closing """ is probably missing')
             if rest.strip():
-                problems.append(f'line {lineno}: text after the closing """ of {word.upper()}; '
-                                'remove it')
+                problems.append(f'line {lineno}: the """ block of {word.upper()} closes only on '
+                                f'line {i} with text after it; its own closing """ is probably '
+                                'missing (or remove the text after it)')
             value = body
         elif value.startswith('"') and word != "parameter":
             if not (len(value) > 1 and value.endswith('"')):
