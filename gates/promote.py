@@ -98,6 +98,10 @@ def decide(candidate: dict, baseline: dict, thresholds: Thresholds, target: str,
     rules: list[Rule] = []
     comparisons: dict[str, dict[str, Paired]] = {}
 
+    kc, kb = candidate.get("k"), baseline.get("k")
+    if kc != kb:
+        rules.append(Rule("same-items", False, f"samples per item differ (baseline k={kb}, "
+                          f"candidate k={kc}): pass@k and averages are not comparable"))
     for name in sorted(base):
         if name not in cand:
             rules.append(Rule("same-items", False, f"{name}: evaluated for the baseline but "

@@ -126,3 +126,11 @@ def test_thresholds_reject_nonsense():
         Thresholds(keep_se=-1)
     with pytest.raises(ValueError, match="floors"):
         Thresholds(floors={"reasoning": 2.0})
+
+
+def test_different_k_is_refused():
+    cand = report(multi_turn=[1] * 10, single_turn=[1] * 10, reasoning=[1.0] * 10)
+    cand["k"] = 4
+    d = decide(cand, BASE, Thresholds(), "multi_turn")
+    assert [r.name for r in d.failures()] == ["same-items"]
+    assert "k=1, candidate k=4" in d.failures()[0].detail
