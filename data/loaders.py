@@ -182,9 +182,13 @@ def bfcl_tools(functions: list[dict]) -> list[dict]:
 def load_bfcl(questions: str | Path, answers: str | Path | None = None,
               limit: int | None = None) -> list[BfclItem]:
     """A BFCL-style question file and, for call categories, its possible-answer file
-    (aligned by line and id). Irrelevance files have no answers."""
+    (matched by id). Irrelevance files have no answers. Without `answers`, BFCL's own layout
+    is tried: `possible_answer/<same file name>` beside the question file."""
     qrows = list(rows(questions, limit))
     arows = {}
+    if answers is None and not str(questions).startswith(HUB):
+        sibling = Path(questions).parent / "possible_answer" / Path(questions).name
+        answers = sibling if sibling.exists() else None
     if answers is not None:
         arows = {r.get("id"): r for _, r in rows(answers)}
     items = []

@@ -5,7 +5,8 @@ hash, a primary metric and per-item values of every metric. Rules, each reported
 numbers whether it passed or not:
   same-items     every baseline canary was evaluated on the identical suite (same hash);
   target         the round's target metric improved by at least `keep_se` paired SEs
-                 (and by more than zero, so a tie never promotes);
+                 (and by more than zero, so a tie never promotes unless `allow_tie`, which
+                 only a relaxed gate may set);
   no-drop        no canary's primary metric fell by more than max(drop_se x SE, drop_abs);
   floor          a canary's primary metric stays at or above its absolute floor.
 `force` promotes anyway; the decision then says so and the report shows it. No I/O here.
@@ -28,10 +29,14 @@ class Thresholds:
         default_factory=lambda: {c: DEFAULT_DROP_ABS for c in CANARIES})
     floors: dict[str, float] = field(default_factory=dict)  # absolute minimum per canary
     relaxed: bool = False                # thresholds loosened (tiny CPU runs); shown in reports
+    allow_tie: bool = False              # target passes at delta >= 0 (relaxed gates only)
 
     def __post_init__(self):
         if self.keep_se < 0 or self.drop_se < 0:
             raise ValueError("thresholds: keep_se and drop_se must be >= 0")
+        if self.allow_tie and not self.relaxed:
+            raise ValueError("thresholds: allow_tie needs relaxed=True (a tie is no evidence of "
+                             "improvement, so reports must show the gate as relaxed)")
         for name, table in (("drop_abs", self.drop_abs), ("floors", self.floors)):
             bad = {k: v for k, v in table.items() if not 0 <= float(v) <= 1}
             if bad:
@@ -42,7 +47,8 @@ class Thresholds:
 
     def to_dict(self) -> dict:
         return {"keep_se": self.keep_se, "drop_se": self.drop_se, "drop_abs": dict(self.drop_abs),
-                "floors": dict(self.floors), "relaxed": self.relaxed}
+                "floors": dict(self.floors), "relaxed": self.relaxed,
+                "allow_tie": self.allow_tie}
 
 
 @dataclass(frozen=True)
@@ -130,9 +136,11 @@ def decide(candidate: dict, baseline: dict, thresholds: Thresholds, target: str,
                           canary=t_canary, metric=t_metric))
     else:
         need = thresholds.keep_se * p.se
-        ok = p.delta > 0 and p.delta >= need
+        positive = p.delta >= 0 if thresholds.allow_tie else p.delta > 0
+        ok = positive and p.delta >= need
+        sign = ">= 0 (ties allowed: relaxed)" if thresholds.allow_tie else "> 0"
         rules.append(Rule("target", ok, f"{full_target}: delta {_fmt(p.delta)} (baseline "
-                          f"{p.baseline:.3f} -> {p.candidate:.3f}), needs > 0 and >= "
+                          f"{p.baseline:.3f} -> {p.candidate:.3f}), needs {sign} and >= "
                           f"{thresholds.keep_se:g} x SE {p.se:.3f} = {need:.3f}; "
                           f"{p.wins} wins / {p.losses} losses over {p.n} items"
                           + (f" ({p.note})" if p.note else ""),

@@ -65,8 +65,9 @@ def render_markdown(report: dict) -> str:
              f"- thresholds: keep {th['keep_se']:g} SE; drop tolerance max({th['drop_se']:g} SE, "
              f"abs per canary {th['drop_abs']}); floors {th['floors'] or 'none'}"]
     if th.get("relaxed"):
-        lines.append("- **RELAXED THRESHOLDS**: this gate ran with loosened thresholds; "
-                     "its decision is weaker evidence than a default gate.")
+        lines.append("- **RELAXED THRESHOLDS**: this gate ran with loosened thresholds"
+                     + (" (a tie on the target passes)" if th.get("allow_tie") else "")
+                     + "; its decision is weaker evidence than a default gate.")
     if report["forced"]:
         lines.append("- **--force was given**: the model is promoted whatever the rules say.")
     for key in ("candidate", "baseline", "candidate_eval", "baseline_eval"):

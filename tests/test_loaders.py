@@ -143,8 +143,17 @@ def test_bfcl_irrelevance_and_unsupported_categories():
     assert bfcl_task(items[0]).kind == "irrelevance" and bfcl_task(items[0]).answer is None
     with pytest.raises(DataError, match="multi_turn_base"):
         load_bfcl(d / "BFCL_v4_multi_turn_base.json", limit=1)
-    with pytest.raises(DataError, match="possible_answer"):
-        load_bfcl(d / "BFCL_v4_simple_python.json", limit=1)
+    # BFCL's layout: the possible answers are found beside the questions
+    found = load_bfcl(d / "BFCL_v4_simple_python.json", limit=2)
+    assert found[1].ground_truth and found[1].id == "simple_python_1"
+
+
+def test_bfcl_call_file_without_answers_says_so(tmp_path):
+    d = bfcl_data()
+    q = tmp_path / "BFCL_v4_simple_python.json"
+    q.write_text((d / "BFCL_v4_simple_python.json").read_text().splitlines()[0] + "\n")
+    with pytest.raises(DataError, match="pass the possible_answer file"):
+        load_bfcl(q)
 
 
 def test_bfcl_live_items_with_system_messages(tmp_path):

@@ -134,3 +134,11 @@ def test_different_k_is_refused():
     d = decide(cand, BASE, Thresholds(), "multi_turn")
     assert [r.name for r in d.failures()] == ["same-items"]
     assert "k=1, candidate k=4" in d.failures()[0].detail
+
+
+def test_allow_tie_only_on_a_relaxed_gate():
+    with pytest.raises(ValueError, match="allow_tie needs relaxed"):
+        Thresholds(allow_tie=True)
+    d = decide(BASE, BASE, Thresholds(relaxed=True, allow_tie=True), "multi_turn")
+    assert d.promote and "ties allowed: relaxed" in rules(d, "target")[0].detail
+    assert d.to_dict()["thresholds"]["allow_tie"] is True
