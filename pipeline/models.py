@@ -82,13 +82,15 @@ def embedded_model_dir() -> Path:
         g = embedded_gguf()
         src = AutoModelForCausalLM.from_pretrained(g.parent, gguf_file=g.name,
                                                    dtype=torch.float32)
-        config = AutoConfig.for_model(**src.config.to_dict())
+        conf = src.config.to_dict()
+        conf.pop("quantization_config", None)  # the weights saved below are plain floats
+        config = AutoConfig.for_model(**conf)
         model = AutoModelForCausalLM.from_config(config)
         model.load_state_dict(src.state_dict(), strict=False)
         model.tie_weights()
         model.save_pretrained(tmp, safe_serialization=True)
         load_tokenizer(smollm2_tokenizer_dir()).save_pretrained(tmp)
-    return _atomic_dir(cache_root() / "smollm2-135m-instruct", build)
+    return _atomic_dir(cache_root() / "smollm2-135m-instruct-v2", build)
 
 
 def tiny_model_dir(width: int = 64, layers: int = 2, seed: int = 0) -> Path:
