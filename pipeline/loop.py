@@ -69,7 +69,7 @@ def thresholds(cfg: RunConfig):
     base = Thresholds()
     return Thresholds(keep_se=g.keep_se, drop_se=g.drop_se,
                       drop_abs={**base.drop_abs, **g.drop_abs}, floors=dict(g.floors),
-                      relaxed=g.relaxed)
+                      relaxed=g.relaxed, allow_tie=g.allow_tie)
 
 
 def _attach_log(path: Path) -> logging.Handler:

@@ -125,7 +125,7 @@ def teacher_trajectories(ctx: RoundContext, task_list: list[Task]) -> list[Traje
     out: list[Trajectory] = []
     if t.file:
         from data.loaders import load_hermes
-        out += load_hermes(t.file)
+        out += load_hermes(t.file).items
     if t.endpoint:
         from contextlib import closing
 
