@@ -119,6 +119,7 @@ class ExportSettings(Strict):
     load_check: bool = True
     check_items: int = Field(6, ge=1)
     min_agreement: float = Field(0.5, ge=0.0, le=1.0)
+    check_max_tokens: int = Field(96, ge=8, description="tokens per turn in the load check")
     system: str | None = None
 
 

@@ -143,7 +143,9 @@ def run(cfg: RunConfig, only_round: int | None = None, from_model: str | None = 
                                    start_model=start_model, decontaminator=decon,
                                    open_backend=backend_opener(cfg), progress=progress)
                 cand = RECIPES[name](ctx)
+                log.info("round %d %s: recipe done in %.0f s", number, name, time.perf_counter() - t0)
                 # ---- uniform tail: gate -> promote -> export
+                t_gate = time.perf_counter()
                 base_eval = evaluate_model(cfg, Path(promoted["model"]),
                                            Path(promoted["eval_dir"]), suites, progress,
                                            meta={"role": "baseline", "round": promoted["round"]})
@@ -151,6 +153,8 @@ def run(cfg: RunConfig, only_round: int | None = None, from_model: str | None = 
                 cand_eval = evaluate_model(cfg, cand.model_dir, cand_dir, suites, progress,
                                            meta={"role": "candidate", "round": number})
                 decision = decide(cand_eval, base_eval, thresholds(cfg), rs.target, force=force)
+                log.info("round %d %s: gate evaluated in %.0f s: %s", number, name,
+                         time.perf_counter() - t_gate, "pass" if decision.passed else "FAIL")
                 meta = {"round": number, "name": name, "target": rs.target,
                         "baseline_model": promoted["model"], "candidate_model": str(cand.model_dir),
                         "relaxed": cfg.gate.relaxed, "forced": force,
@@ -161,13 +165,17 @@ def run(cfg: RunConfig, only_round: int | None = None, from_model: str | None = 
                 export_info = None
                 if decision.promote and cfg.export.enabled:
                     from export import ExportError, export_model
+                    t_exp = time.perf_counter()
                     try:
                         export_info = export_model(
                             cand.model_dir, rdir / "export", cfg.export.quant,
                             load_check=cfg.export.load_check,
                             check_items=cfg.export.check_items,
-                            min_agreement=cfg.export.min_agreement, system=cfg.export.system)
+                            min_agreement=cfg.export.min_agreement, system=cfg.export.system,
+                            check_max_tokens=cfg.export.check_max_tokens)
                         store.mark(number, "export", {"ok": True})
+                        log.info("round %d %s: exported in %.0f s", number, name,
+                                 time.perf_counter() - t_exp)
                     except ExportError as err:
                         reasons.append(f"export failed: {err}")
                         decision_ok = False
