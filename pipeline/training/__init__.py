@@ -1,0 +1,1 @@
+"""Training engines: SFT and GRPO with LoRA (TRL + PEFT), merge, token consistency, curves."""

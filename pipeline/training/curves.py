@@ -1,0 +1,95 @@
+"""Training curves: a per-step JSONL log written by a trainer callback, and its PNG plot.
+
+The JSONL is the record (one row per logging step, the trainer's own numbers); the PNG is for
+people reading a round's directory.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+from data.jsonl import Appender, write_atomic
+
+
+class JsonlLog(TrainerCallback):
+    """Append each training log (loss, reward, KL, ...) as one JSON row with its step.
+
+    On resume, rows past the checkpoint's step are cut first: the trainer logs them again.
+    """
+
+    def __init__(self, path: Path, resume_step: int = 0):
+        self.path = Path(path)
+        if self.path.exists():
+            rows = [r for r in _read(self.path) if r.get("step", 0) <= resume_step]
+            write_atomic(self.path, rows)
+        self._out = Appender(self.path)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or not state.is_world_process_zero:
+            return
+        row = {"step": state.global_step}
+        for k, v in logs.items():
+            if isinstance(v, (int, float)) and not (isinstance(v, float) and math.isnan(v)):
+                row[k] = v
+        self._out.write(row)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self._out.close()
+
+
+def _read(path: Path) -> list[dict]:
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:  # a torn last line from a kill
+            break
+    return rows
+
+
+def read_log(path: Path) -> list[dict]:
+    return _read(path) if Path(path).exists() else []
+
+
+def _plot(rows: list[dict], panels: list[tuple[str, str]], path: Path, title: str) -> Path | None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    if not rows:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.2), squeeze=False)
+    for ax, (key, label) in zip(axes[0], panels):
+        pts = [(r["step"], r[key]) for r in rows if key in r]
+        if pts:
+            ax.plot(*zip(*pts), marker="o", markersize=3)
+        else:
+            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title(label)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    tmp = path.with_name(path.stem + ".tmp.png")
+    fig.savefig(tmp, dpi=90)
+    plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
+def plot_sft(log_path: Path, png: Path) -> Path | None:
+    rows = [r for r in read_log(log_path) if "loss" in r]
+    return _plot(rows, [("loss", "training loss (assistant tokens)")], png, "SFT")
+
+
+GRPO_PANELS = [("reward", "mean reward"), ("kl", "KL to start model"),
+               ("rewards/tool_calls/mean", "tool calls / trajectory"),
+               ("rewards/unfinished/mean", "unfinished share")]
+
+
+def plot_grpo(log_path: Path, png: Path) -> Path | None:
+    rows = [r for r in read_log(log_path) if "reward" in r]
+    return _plot(rows, GRPO_PANELS, png, "GRPO")

@@ -1,0 +1,183 @@
+"""Supervised fine-tuning on accepted trajectories: TRL SFTTrainer + PEFT LoRA.
+
+Reads top to bottom: check token consistency, build rows (drop and count what cannot be
+trained), configure TRL, train (resuming from the last checkpoint), save the adapter, merge.
+
+Loss falls only on assistant tokens of every assistant turn: TRL's `assistant_only_loss` reads
+the `{% generation %}` markers of `data/chat_template_training.jinja` (content + `<|im_end|>`
+of each assistant turn); system, user and tool-response tokens get label -100.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from data.trajectory import Trajectory
+from pipeline.models import load_model, load_tokenizer
+from pipeline.training.consistency import (TemplateRoundTripError, check_consistency,
+                                           normalise_messages, tokenize_conversation,
+                                           training_template)
+from pipeline.training.curves import JsonlLog, plot_sft, read_log
+from pipeline.training.merge import atomic_dir, merge_adapter
+from pipeline.training.settings import LoraSettings, SFTSettings
+
+
+def training_tokenizer(model_dir: Path):
+    """The model's tokenizer with the training template, and a pad token distinct from
+    `<|im_end|>` where the vocabulary has one (padding is then countable and never confused
+    with a real end of turn)."""
+    tok = load_tokenizer(model_dir)
+    tok.chat_template = training_template()
+    for cand in ("<|endoftext|>", "<|finetune_right_pad_id|>", "<pad>"):
+        if cand in tok.get_vocab() and cand != tok.eos_token:
+            tok.pad_token = cand
+            break
+    return tok
+
+
+def lora_config(lora: LoraSettings):
+    from peft import LoraConfig
+    return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+                      target_modules=list(lora.target_modules), bias="none",
+                      task_type="CAUSAL_LM")
+
+
+def load_base(model_dir: Path, lora: LoraSettings):
+    """Full-precision base, or 4-bit NF4 (QLoRA) on CUDA."""
+    if not lora.qlora:
+        return load_model(model_dir, dtype="float32")
+    import torch
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+    if not torch.cuda.is_available():
+        raise RuntimeError("QLoRA needs a CUDA device (bitsandbytes 4-bit); set lora.qlora: false")
+    quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                               bnb_4bit_use_double_quant=True,
+                               bnb_4bit_compute_dtype=torch.bfloat16)
+    return AutoModelForCausalLM.from_pretrained(str(model_dir), quantization_config=quant,
+                                                dtype=torch.bfloat16, use_safetensors=True)
+
+
+def build_rows(trajectories: list[Trajectory], tokenizer, max_length: int) -> tuple[list, dict]:
+    """Dataset rows `{"messages", "tools"}` (tools as JSON text: each task declares different
+    schemas, which a columnar dataset would otherwise merge). Rows over `max_length` or with no
+    assistant token are dropped and counted, never truncated mid-call."""
+    rows, lengths, dropped_long, dropped_empty, assistant_tokens = [], [], 0, 0, 0
+    for traj in trajectories:
+        tok = tokenize_conversation(tokenizer, traj.messages, traj.tools)
+        n, n_asst = len(tok["input_ids"]), sum(tok["assistant_masks"])
+        if n > max_length:
+            dropped_long += 1
+            continue
+        if n_asst == 0:
+            dropped_empty += 1
+            continue
+        rows.append({"messages": normalise_messages(traj.messages),
+                     "tools": json.dumps(traj.tools, ensure_ascii=False)})
+        lengths.append(n)
+        assistant_tokens += n_asst
+    return rows, {"rows_dropped_over_length": dropped_long,
+                  "rows_dropped_no_assistant": dropped_empty, "tokens": sum(lengths),
+                  "assistant_tokens": assistant_tokens,
+                  "max_row_tokens": max(lengths, default=0)}
+
+
+def sft_config(settings: SFTSettings, ckpt_dir: Path, progress: bool):
+    import torch
+    from trl import SFTConfig
+    # Padding-free without packing: TRL enforces no max_length itself, so rows over the limit
+    # were dropped above and the limit is lifted here (nothing is ever truncated).
+    max_length = settings.max_length if (settings.packing or not settings.padding_free) else None
+    return SFTConfig(
+        output_dir=str(ckpt_dir), assistant_only_loss=True, max_length=max_length,
+        packing=settings.packing, packing_strategy="bfd", padding_free=settings.padding_free,
+        per_device_train_batch_size=settings.batch_size,
+        gradient_accumulation_steps=settings.grad_accum, learning_rate=settings.lr,
+        num_train_epochs=settings.epochs, max_steps=settings.max_steps, bf16=settings.bf16,
+        gradient_checkpointing=settings.gradient_checkpointing, seed=settings.seed,
+        data_seed=settings.seed, logging_steps=settings.logging_steps, save_strategy="steps",
+        save_steps=settings.save_steps, save_total_limit=2, report_to="none",
+        include_num_input_tokens_seen="non_padding", disable_tqdm=not progress,
+        dataloader_num_workers=0, use_cpu=not torch.cuda.is_available())
+
+
+def last_checkpoint(ckpt_dir: Path) -> tuple[str | None, int]:
+    from transformers.trainer_utils import get_last_checkpoint
+    if not ckpt_dir.is_dir():
+        return None, 0
+    last = get_last_checkpoint(str(ckpt_dir))
+    if last is None:
+        return None, 0
+    state = json.loads((Path(last) / "trainer_state.json").read_text())
+    return last, int(state.get("global_step", 0))
+
+
+def sft_trainer(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
+                settings: SFTSettings, progress: bool = True):
+    """The configured TRL SFTTrainer (LoRA adapter attached, rows prepared) and the row and
+    consistency counts; `train_sft` runs it, the training benchmark times it."""
+    from datasets import Dataset
+    from transformers import set_seed
+    from trl import SFTTrainer
+    model_dir, out_dir = Path(model_dir), Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    set_seed(settings.seed)  # before the adapter is created: its init is random
+    tokenizer = training_tokenizer(model_dir)
+
+    # 1. The trainer must see the sampled tokens: drop rows that do not round-trip.
+    consistency = check_consistency(trajectories, tokenizer)
+    bad = set(consistency["bad_ids"])
+    if trajectories and len(bad) == len(trajectories):
+        raise TemplateRoundTripError(
+            f"none of the {len(trajectories)} trajectories round-trips through the training "
+            f"template (data/chat_template_training.jinja): {consistency['examples'][:2]}. The "
+            "template and the sampler disagree; fix the template or the rollout driver.")
+    kept = [t for t in trajectories if t.id not in bad]
+
+    # 2. Rows.
+    rows, row_stats = build_rows(kept, tokenizer, settings.max_length)
+    if not rows:
+        raise ValueError(f"no trainable rows: {len(trajectories)} trajectories, "
+                         f"{row_stats['rows_dropped_over_length']} over max_length="
+                         f"{settings.max_length}, {len(bad)} inconsistent; raise sft.max_length "
+                         "or supply accepted trajectories")
+
+    # 3. Trainer; the log callback cuts rows a resumed run will log again.
+    resume, resume_step = last_checkpoint(out_dir / "checkpoints")
+    trainer = SFTTrainer(model=load_base(model_dir, settings.lora),
+                         args=sft_config(settings, out_dir / "checkpoints", progress),
+                         train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+                         peft_config=lora_config(settings.lora),
+                         callbacks=[JsonlLog(out_dir / "train_log.jsonl", resume_step)])
+    info = {"rows_in": len(trajectories), "rows_used": len(rows),
+            "rows_dropped_inconsistent": len(bad), **row_stats,
+            "consistency": {k: v for k, v in consistency.items() if k != "bad_ids"},
+            "resume_checkpoint": resume, "resumed_from_step": resume_step}
+    return trainer, info
+
+
+def train_sft(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
+              settings: SFTSettings, progress: bool = True) -> dict:
+    """Train a LoRA adapter on `trajectories`; write adapter/, model/ (merged), train_log.jsonl
+    and loss.png under `out_dir`; return the stats of the run. A rerun after a kill resumes
+    from the latest checkpoint in `out_dir/checkpoints/`."""
+    model_dir, out_dir = Path(model_dir), Path(out_dir)
+    trainer, info = sft_trainer(trajectories, model_dir, out_dir, settings, progress)
+    t0 = time.perf_counter()
+    result = trainer.train(resume_from_checkpoint=info.pop("resume_checkpoint"))
+    seconds = time.perf_counter() - t0
+
+    # 4. Adapter, merged model, curve.
+    atomic_dir(out_dir / "adapter", lambda tmp: trainer.model.save_pretrained(tmp))
+    merge_adapter(model_dir, out_dir / "adapter", out_dir / "model")
+    log_path = out_dir / "train_log.jsonl"
+    plot_sft(log_path, out_dir / "loss.png")
+    losses = [r["loss"] for r in read_log(log_path) if "loss" in r]
+    seen = int(trainer.state.num_input_tokens_seen or 0)
+    runtime = result.metrics.get("train_runtime") or 0.0
+    return {**info, "steps": trainer.state.global_step, "tokens_seen": seen,
+            "train_seconds": round(seconds, 2),
+            "tokens_per_s": round(seen / runtime, 2) if runtime else 0.0,
+            "first_loss": losses[0] if losses else None,
+            "final_loss": losses[-1] if losses else None,
+            "packing": settings.packing, "padding_free": settings.padding_free}
