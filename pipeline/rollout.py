@@ -13,6 +13,9 @@ the same tasks give the same trajectories wherever the backend is deterministic.
 each batch's trajectories are appended as it finishes and a rerun skips what is on disk: a
 killed run loses at most the batch in flight.
 
+Per trajectory: `completion_tokens` = all sampled ids, `prompt_tokens` = the longest prompt sent
+(the context reached before the last request), `sampler.requests` = backend requests made.
+
     trajectories, stats = rollout(tasks, make_backend("vllm", model), k=4, round=4,
                                   out=run_dir / "rollouts.jsonl")
 """
@@ -263,6 +266,5 @@ def _trajectory(lv: _Live, round: int, params: SamplingParams, backend: Backend,
         completion_tokens=lv.completion_tokens, turns=lv.turns,
         sampler={"backend": getattr(backend, "name", "?"), "temperature": params.temperature,
                  "top_p": params.top_p, "max_tokens": params.max_tokens,
-                 "requests": lv.requests,
-                 "prompt_tokens": "longest prompt sent for this trajectory"},
+                 "requests": lv.requests},
         verification=v)

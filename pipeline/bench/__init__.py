@@ -1,0 +1,1 @@
+"""Benchmarks (`pipeline bench ...`): small, repeatable measurements on this machine."""
