@@ -100,7 +100,8 @@ def cmd_export(args) -> int:
 
 def cmd_chat(args) -> int:
     from export.chat import chat
-    chat(Path(args.model), prompt=args.prompt, max_tokens=args.max_tokens)
+    domains = args.domains.split(",") if args.domains else None
+    chat(Path(args.model), prompt=args.prompt, tools_domains=domains, max_tokens=args.max_tokens)
     return 0
 
 
@@ -180,6 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="a .gguf file")
     p.add_argument("--prompt", help="one-shot question instead of an interactive session")
     p.add_argument("--max-tokens", type=int, default=256)
+    p.add_argument("--domains", help="comma list of built-in tool domains (default: all), "
+                                     "e.g. weather,currency")
     p.set_defaults(fn=cmd_chat)
 
     p = sub.add_parser("bench", help=f"benchmarks: {', '.join(BENCHES)}")
