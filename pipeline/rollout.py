@@ -165,6 +165,13 @@ def _run_batch(live: list[_Live], backend: Backend, params: SamplingParams,
         for lv in active:
             prompt = render(lv.messages, lv.task.tools, add_generation_prompt=True) + lv.turn_text
             budget = params.max_tokens - len(lv.turn_ids)
+            if budget <= 0:  # the turn used its whole budget and stopped cleanly on a call
+                _end_turn(lv)
+                if lv.finish is None:
+                    prompt = render(lv.messages, lv.task.tools, add_generation_prompt=True)
+                    budget = params.max_tokens
+                else:
+                    continue
             if tokenizer is not None:
                 room = max_context - len(tokenizer.encode(prompt, add_special_tokens=False))
                 if room <= 0:

@@ -120,6 +120,13 @@ def test_parse_error_turn_limit_and_call_cap():
     assert first.count("<tool_call>") == 4
     assert stats.requests == 4 * task.max_turns
 
+    # a call that uses the turn's whole token budget ends the turn (no zero-token request)
+    trajs, stats = rollout([task], capped, progress=False,
+                           params=SamplingParams(max_tokens=3))  # Fixed gives 3 ids a piece
+    assert trajs[0].finish == "turn_limit" and stats.requests == task.max_turns
+    assert all(m["content"].count("<tool_call>") == 1
+               for m in trajs[0].messages if m["role"] == "assistant")
+
 
 def test_context_limit_ends_with_token_limit(tok):
     task = make("single", 1)
