@@ -61,7 +61,7 @@ def test_sampled_tokens_round_trip(tok, chained):
     trajs.append(oracle(chained, sampled(tok, chained, eos=False)).model_copy(update={"id": "x"}))
     out = check_consistency(trajs, tok)
     assert out == {"checked": 6, "mismatched_turns": 0, "mismatched_trajectories": 0,
-                   "bad_ids": [], "examples": []}
+                   "render_mismatches": 0, "round_trips": True, "bad_ids": [], "examples": []}
 
 
 def test_rewritten_turns_are_caught(tok, chained):
@@ -77,14 +77,18 @@ def test_rewritten_turns_are_caught(tok, chained):
     out = check_consistency([ws, stripped, good], tok)
     assert out["checked"] == 3
     assert out["mismatched_turns"] == 4          # 3 turns of `ws`, 1 of `stripped`
-    assert out["bad_ids"] == [ws.id, "stripped"]
+    assert out["bad_ids"] == [ws.id, "stripped"] and out["round_trips"]
     assert "turn 0" in out["examples"][0]["problems"][0]
 
 
 def test_training_refuses_when_no_trajectory_round_trips(tmp_path, tok, chained):
+    # Oracle rows (no sampled ids) do not hide that every sampled trajectory mismatches.
     bad = oracle(chained, sampled(tok, chained, edit=lambda s: " " + s))
-    with pytest.raises(TemplateRoundTripError, match="round-trips"):
-        train_sft([bad], tiny_model_dir(64), tmp_path, SFTSettings(max_steps=1), progress=False)
+    plain = oracle(generate({"reasoning": 1})[0])
+    assert not check_consistency([bad, plain], tok)["round_trips"]
+    with pytest.raises(TemplateRoundTripError, match="does not round-trip"):
+        train_sft([bad, plain], tiny_model_dir(64), tmp_path, SFTSettings(max_steps=1),
+                  progress=False)
 
 
 def test_rows_over_max_length_are_dropped_and_counted(tok):

@@ -106,15 +106,19 @@ def check_trajectory(traj, tokenizer) -> list[str]:
 
 def check_consistency(trajectories, tokenizer, max_examples: int = 5) -> dict:
     """Counts for a round's stats: checked, mismatched turns / trajectories, bad ids, examples."""
-    checked = mismatched_turns = 0
+    checked = mismatched_turns = render_mismatches = checked_bad = 0
     bad_ids, examples = [], []
     for traj in trajectories:
         problems = check_trajectory(traj, tokenizer)
         checked += bool(traj.turn_token_ids)
         if problems:
             mismatched_turns += sum(p.startswith("turn ") for p in problems)
+            render_mismatches += any(p.startswith("template render") for p in problems)
+            checked_bad += bool(traj.turn_token_ids)
             bad_ids.append(traj.id)
             if len(examples) < max_examples:
                 examples.append({"id": traj.id, "problems": problems[:3]})
     return {"checked": checked, "mismatched_turns": mismatched_turns,
-            "mismatched_trajectories": len(bad_ids), "bad_ids": bad_ids, "examples": examples}
+            "mismatched_trajectories": len(bad_ids), "render_mismatches": render_mismatches,
+            "round_trips": render_mismatches == 0 and (checked == 0 or checked_bad < checked),
+            "bad_ids": bad_ids, "examples": examples}

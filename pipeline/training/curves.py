@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 from transformers import TrainerCallback
@@ -21,14 +22,16 @@ class JsonlLog(TrainerCallback):
     """
 
     def __init__(self, path: Path, resume_step: int = 0):
-        self.path = Path(path)
+        self.path, self._out = Path(path), None
+        if int(os.environ.get("RANK", "0")) != 0:  # under `accelerate launch`: rank 0 writes
+            return
         if self.path.exists():
             rows = [r for r in _read(self.path) if r.get("step", 0) <= resume_step]
             write_atomic(self.path, rows)
         self._out = Appender(self.path)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if not logs or not state.is_world_process_zero:
+        if not logs or self._out is None:
             return
         row = {"step": state.global_step}
         for k, v in logs.items():
@@ -37,7 +40,9 @@ class JsonlLog(TrainerCallback):
         self._out.write(row)
 
     def on_train_end(self, args, state, control, **kwargs):
-        self._out.close()
+        if self._out is not None:
+            self._out.close()
+            self._out = None
 
 
 def _read(path: Path) -> list[dict]:

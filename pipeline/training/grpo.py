@@ -26,7 +26,7 @@ from data.trajectory import Task
 from data.verify import reward as verifier_score
 from pipeline.models import load_model
 from pipeline.training.curves import JsonlLog, plot_grpo, read_log
-from pipeline.training.merge import atomic_dir, merge_adapter
+from pipeline.training.merge import merge_adapter, save_adapter
 from pipeline.training.settings import GRPOSettings
 from pipeline.training.sft import last_checkpoint, lora_config, training_tokenizer
 
@@ -239,9 +239,11 @@ def train_grpo(tasks: list[Task], model_dir: Path, out_dir: Path, settings: GRPO
     trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - t0
 
-    atomic_dir(out_dir / "adapter", lambda tmp: trainer.model.save_pretrained(tmp))
-    merge_adapter(model_dir, out_dir / "adapter", out_dir / "model")
-    plot_grpo(log_path, out_dir / "grpo.png")
+    save_adapter(trainer, out_dir / "adapter")
+    if trainer.accelerator.is_main_process:
+        merge_adapter(model_dir, out_dir / "adapter", out_dir / "model")
+        plot_grpo(log_path, out_dir / "grpo.png")
+    trainer.accelerator.wait_for_everyone()
     log = [r for r in read_log(log_path) if "reward" in r]
     steps = trainer.state.global_step - resume_step
 

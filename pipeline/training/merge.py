@@ -26,6 +26,25 @@ def atomic_dir(target: Path, build: Callable[[Path], None]) -> Path:
     return target
 
 
+def save_adapter(trainer, target: Path) -> Path:
+    """Save the trainer's adapter to `target` atomically. Every process takes part (FSDP and
+    DeepSpeed gather the sharded weights); only the main process renames."""
+    target = Path(target)
+    tmp = target.with_name(target.name + ".tmp")
+    acc = trainer.accelerator
+    if acc.is_main_process:
+        shutil.rmtree(tmp, ignore_errors=True)
+    acc.wait_for_everyone()
+    trainer.save_model(str(tmp))
+    acc.wait_for_everyone()
+    if acc.is_main_process:
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    acc.wait_for_everyone()
+    return target
+
+
 def merge_adapter(base_dir: Path, adapter_dir: Path, out_dir: Path,
                   dtype: str = "float32") -> Path:
     """Load `base_dir` in full precision, apply `adapter_dir`, fold the LoRA deltas into the

@@ -19,7 +19,7 @@ from pipeline.training.consistency import (TemplateRoundTripError, check_consist
                                            normalise_messages, tokenize_conversation,
                                            training_template)
 from pipeline.training.curves import JsonlLog, plot_sft, read_log
-from pipeline.training.merge import atomic_dir, merge_adapter
+from pipeline.training.merge import merge_adapter, save_adapter
 from pipeline.training.settings import LoraSettings, SFTSettings
 
 
@@ -54,8 +54,11 @@ def load_base(model_dir: Path, lora: LoraSettings):
     quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
                                bnb_4bit_use_double_quant=True,
                                bnb_4bit_compute_dtype=torch.bfloat16)
+    import os
+    device = {"": int(os.environ.get("LOCAL_RANK", "0"))}  # one full copy per GPU process
     return AutoModelForCausalLM.from_pretrained(str(model_dir), quantization_config=quant,
-                                                dtype=torch.bfloat16, use_safetensors=True)
+                                                dtype=torch.bfloat16, use_safetensors=True,
+                                                device_map=device)
 
 
 def build_rows(trajectories: list[Trajectory], tokenizer, max_length: int) -> tuple[list, dict]:
@@ -127,11 +130,13 @@ def sft_trainer(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
     # 1. The trainer must see the sampled tokens: drop rows that do not round-trip.
     consistency = check_consistency(trajectories, tokenizer)
     bad = set(consistency["bad_ids"])
-    if trajectories and len(bad) == len(trajectories):
+    if not consistency["round_trips"] or (trajectories and len(bad) == len(trajectories)):
         raise TemplateRoundTripError(
-            f"none of the {len(trajectories)} trajectories round-trips through the training "
-            f"template (data/chat_template_training.jinja): {consistency['examples'][:2]}. The "
-            "template and the sampler disagree; fix the template or the rollout driver.")
+            f"the training template (data/chat_template_training.jinja) does not round-trip: "
+            f"{consistency['render_mismatches']} renders differ from chatformat.render and "
+            f"{consistency['mismatched_trajectories']} of {len(trajectories)} trajectories "
+            f"mismatch, e.g. {consistency['examples'][:2]}. The template and the sampler "
+            "disagree; fix the template or the rollout driver.")
     kept = [t for t in trajectories if t.id not in bad]
 
     # 2. Rows.
@@ -167,11 +172,13 @@ def train_sft(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
     result = trainer.train(resume_from_checkpoint=info.pop("resume_checkpoint"))
     seconds = time.perf_counter() - t0
 
-    # 4. Adapter, merged model, curve.
-    atomic_dir(out_dir / "adapter", lambda tmp: trainer.model.save_pretrained(tmp))
-    merge_adapter(model_dir, out_dir / "adapter", out_dir / "model")
+    # 4. Adapter, merged model, curve (the merge runs once, on the main process).
+    save_adapter(trainer, out_dir / "adapter")
     log_path = out_dir / "train_log.jsonl"
-    plot_sft(log_path, out_dir / "loss.png")
+    if trainer.accelerator.is_main_process:
+        merge_adapter(model_dir, out_dir / "adapter", out_dir / "model")
+        plot_sft(log_path, out_dir / "loss.png")
+    trainer.accelerator.wait_for_everyone()
     losses = [r["loss"] for r in read_log(log_path) if "loss" in r]
     seen = int(trainer.state.num_input_tokens_seen or 0)
     runtime = result.metrics.get("train_runtime") or 0.0
