@@ -11,6 +11,7 @@ import importlib.util
 import os
 import shutil
 from pathlib import Path
+from typing import Callable
 
 from data.chatformat import chat_template
 
@@ -45,11 +46,11 @@ def prepare_tokenizer(tok):
     return tok
 
 
-def _atomic_dir(target: Path, build) -> Path:
-    """Build a directory under a temporary name and rename it into place."""
-    if (target / "config.json").exists():
-        return target
-    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+def atomic_dir(target: Path, build: Callable[[Path], None]) -> Path:
+    """Run `build(tmp)` then rename tmp to `target` (replacing an older one): a kill never
+    leaves a half-written directory that a later step would take for a finished one."""
+    target = Path(target)
+    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     build(tmp)
@@ -59,6 +60,11 @@ def _atomic_dir(target: Path, build) -> Path:
     return target
 
 
+def _cached_dir(target: Path, build: Callable[[Path], None]) -> Path:
+    """Build a cache directory once; it exists only when complete (atomic rename)."""
+    return target if target.is_dir() else atomic_dir(target, build)
+
+
 def smollm2_tokenizer_dir() -> Path:
     """The real SmolLM2 tokenizer, read from the GGUF once and cached as an HF directory."""
     def build(tmp: Path):
@@ -66,7 +72,7 @@ def smollm2_tokenizer_dir() -> Path:
         g = embedded_gguf()
         tok = AutoTokenizer.from_pretrained(g.parent, gguf_file=g.name)
         prepare_tokenizer(tok).save_pretrained(tmp)
-    return _atomic_dir(cache_root() / "smollm2-tokenizer", build)
+    return _cached_dir(cache_root() / "smollm2-tokenizer", build)
 
 
 def load_tokenizer(path: str | Path):
@@ -90,7 +96,7 @@ def embedded_model_dir() -> Path:
         model.tie_weights()
         model.save_pretrained(tmp, safe_serialization=True)
         load_tokenizer(smollm2_tokenizer_dir()).save_pretrained(tmp)
-    return _atomic_dir(cache_root() / "smollm2-135m-instruct-v2", build)
+    return _cached_dir(cache_root() / "smollm2-135m-instruct-v2", build)
 
 
 def tiny_model_dir(width: int = 64, layers: int = 2, seed: int = 0) -> Path:
@@ -113,7 +119,7 @@ def tiny_model_dir(width: int = 64, layers: int = 2, seed: int = 0) -> Path:
         model = LlamaForCausalLM(config)
         model.save_pretrained(tmp, safe_serialization=True)
         tok.save_pretrained(tmp)
-    return _atomic_dir(cache_root() / f"tiny-llama-w{width}-l{layers}-s{seed}", build)
+    return _cached_dir(cache_root() / f"tiny-llama-w{width}-l{layers}-s{seed}", build)
 
 
 def resolve(model: str | Path) -> Path:

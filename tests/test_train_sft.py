@@ -3,7 +3,6 @@ model equals the adapter model, and a killed run resumes from its checkpoint."""
 import json
 import shutil
 
-import pytest
 import torch
 
 from data.tasks import generate

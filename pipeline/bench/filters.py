@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     canary = [t.prompt for t in tasks.generate({"single": 200, "chained": 200}, split="canary",
                                                namespace="canary-v1")]
     protect = filters.Decontaminator(canary)
-    stages, current, report = [], rows, []
+    stages, current = [], rows
     for name, fn in [("rejection", filters.rejection), ("dedup", filters.dedup),
                      ("decontaminate", lambda r: filters.decontaminate(r, protect)),
                      ("distribution_match", lambda r: filters.distribution_match(

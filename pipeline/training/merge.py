@@ -8,22 +8,8 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Callable
 
-from pipeline.models import load_model, load_tokenizer
-
-
-def atomic_dir(target: Path, build: Callable[[Path], None]) -> Path:
-    """Run `build(tmp)` then rename tmp to `target` (replacing an older one)."""
-    target = Path(target)
-    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    build(tmp)
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(tmp, target)
-    return target
+from pipeline.models import atomic_dir, load_model, load_tokenizer
 
 
 def save_adapter(trainer, target: Path) -> Path:
