@@ -38,7 +38,7 @@ def test_tiny_preset_runs_all_five_rounds(tmp_path):
         assert report["thresholds"]["relaxed"] is True, d
         assert "RELAXED" in (d / "gate" / "report.md").read_text().upper()
         check = json.loads((d / "export" / "check.json").read_text())
-        assert check["tensor_types"].get("Q6_K", 0) > 0, check["tensor_types"]
+        assert check["passed"] and check["tensors"]["types"].get("Q6_K", 0) == 15, check["tensors"]
         assert (d / "export" / "Modelfile").exists() and (d / "log.txt").exists()
     r1 = run / "round-1-grounding"
     accepted = jsonl.read_all(r1 / "accepted.jsonl", Trajectory)

@@ -10,6 +10,7 @@ of each assistant turn); system, user and tool-response tokens get label -100.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -105,14 +106,24 @@ def sft_config(settings: SFTSettings, ckpt_dir: Path, progress: bool):
 
 
 def last_checkpoint(ckpt_dir: Path) -> tuple[str | None, int]:
-    from transformers.trainer_utils import get_last_checkpoint
+    """The newest complete checkpoint and its step. A kill during a save leaves a checkpoint
+    without `trainer_state.json` (the trainer writes it last): such a one is deleted, and the
+    run resumes from the one before."""
     if not ckpt_dir.is_dir():
         return None, 0
-    last = get_last_checkpoint(str(ckpt_dir))
-    if last is None:
+    done = []
+    for d in ckpt_dir.glob("checkpoint-*"):
+        if not d.name.split("-")[-1].isdigit():
+            continue
+        if (d / "trainer_state.json").exists():
+            done.append(d)
+        else:
+            shutil.rmtree(d, ignore_errors=True)
+    if not done:
         return None, 0
-    state = json.loads((Path(last) / "trainer_state.json").read_text())
-    return last, int(state.get("global_step", 0))
+    last = max(done, key=lambda d: int(d.name.split("-")[-1]))
+    state = json.loads((last / "trainer_state.json").read_text())
+    return str(last), int(state.get("global_step", 0))
 
 
 def sft_trainer(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
