@@ -106,7 +106,7 @@ def run(cfg: RunConfig, only_round: int | None = None, from_model: str | None = 
     from gates.promote import decide
     from gates.report import write_gate_report
     from rounds import RECIPES
-    from rounds.common import RoundContext
+    from rounds.common import NothingAccepted, RoundContext
 
     store = RunStore(cfg.directory())
     store.lock()
@@ -142,7 +142,17 @@ def run(cfg: RunConfig, only_round: int | None = None, from_model: str | None = 
                 ctx = RoundContext(cfg=cfg, settings=rs, store=store, number=number, name=name,
                                    start_model=start_model, decontaminator=decon,
                                    open_backend=backend_opener(cfg), progress=progress)
-                cand = RECIPES[name](ctx)
+                try:
+                    cand = RECIPES[name](ctx)
+                except NothingAccepted as err:
+                    wall = round(time.perf_counter() - t0, 1)
+                    store.set_round_status(number, "rejected", wall_s=wall, reasons=[str(err)],
+                                           stats=ctx.stats)
+                    summary[name] = "rejected"
+                    log.warning("round %d %s: not promoted: %s", number, name, err)
+                    if cfg.gate.on_fail == "stop":
+                        raise GateFailed(f"round {number} ({name}): {err}") from None
+                    continue
                 log.info("round %d %s: recipe done in %.0f s", number, name, time.perf_counter() - t0)
                 # ---- uniform tail: gate -> promote -> export
                 t_gate = time.perf_counter()

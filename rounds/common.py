@@ -21,6 +21,10 @@ from pipeline.sampling.base import SamplingParams
 log = logging.getLogger("toolsmith")
 
 
+class NothingAccepted(RuntimeError):
+    """No trajectory passed the filters: the round has nothing to train on."""
+
+
 @dataclass
 class Candidate:
     """What a round hands to the uniform tail: the trained model and the round's numbers."""
@@ -165,7 +169,7 @@ def accept(ctx: RoundContext, rows: list[Trajectory], step: str = "accepted",
     ctx.mark(step, accepted=len(kept), seen=len(rows), by_source=by_source)
     log.info("%s: %d of %d trajectories accepted %s", step, len(kept), len(rows), by_source)
     if not kept:
-        raise RuntimeError(f"round {ctx.number}: no trajectory passed the filters "
+        raise NothingAccepted(f"round {ctx.number}: no trajectory passed the filters "
                            f"({json.dumps(reports)}); add oracle/teacher data or more tasks")
     return kept
 
