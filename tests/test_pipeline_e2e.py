@@ -95,3 +95,15 @@ def test_sigkill_during_sampling_training_export_resumes(tmp_path):
     state = json.loads((run / "state.json").read_text())
     assert all(state["rounds"][str(n)]["status"] == "promoted" for n in range(1, 6))
     assert not list(run.rglob("*.tmp")) and not list(run.rglob("*.tmp[0-9]*"))
+
+
+def test_round_with_nothing_accepted_is_rejected_not_crashed(tmp_path):
+    run = tmp_path / "empty"
+    res = _run(["run", "--preset", "tiny", "--run-dir", str(run), "--round", "2", "--no-progress",
+                "-o", "rounds.plan_finish.oracle=false", "-o", "gate.on_fail=skip"], timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    state = json.loads((run / "state.json").read_text())
+    assert state["rounds"]["2"]["status"] == "rejected"
+    assert "no trajectory passed the filters" in state["rounds"]["2"]["reasons"][0]
+    assert not (run / "promoted.json").exists()  # nothing promoted by accident
+    assert "rejected" in _run(["status", str(run)], check=True).stdout
