@@ -133,6 +133,18 @@ def load_eval(path: str | Path) -> dict:
         raise ValueError(f"{path}: not valid JSON ({err.msg}); delete it to re-evaluate") from None
 
 
+def finished(suites: list[Suite], *, k: int, params: SamplingParams, out_dir: str | Path,
+             max_context_tokens: int = 4096) -> EvalResult | None:
+    """The finished evaluation in `out_dir` when it was made with these very suites, k and
+    sampling settings; None otherwise. Callers check this before starting an engine."""
+    path = Path(out_dir) / EVAL_FILE
+    if not path.exists():
+        return None
+    old = load_eval(path)
+    settings = _settings(suites, k, params, max_context_tokens)
+    return EvalResult(old, path) if old.get("settings") == json.loads(json.dumps(settings)) else None
+
+
 def evaluate(backend: Backend, suites: list[Suite], *, k: int, params: SamplingParams,
              out_dir: str | Path, max_context_tokens: int = 4096, progress: bool = False,
              meta: dict | None = None, reuse: bool = True) -> EvalResult:
@@ -145,10 +157,11 @@ def evaluate(backend: Backend, suites: list[Suite], *, k: int, params: SamplingP
     out_dir = Path(out_dir)
     settings = _settings(suites, k, params, max_context_tokens)
     path = out_dir / EVAL_FILE
-    if reuse and path.exists():
-        old = load_eval(path)
-        if old.get("settings") == json.loads(json.dumps(settings)):
-            return EvalResult(old, path)
+    if reuse:
+        done = finished(suites, k=k, params=params, out_dir=out_dir,
+                        max_context_tokens=max_context_tokens)
+        if done is not None:
+            return done
 
     tasks: dict[str, Task] = {}
     for s in suites:  # one rollout over all suites: bigger batches for the backend

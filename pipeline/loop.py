@@ -51,11 +51,15 @@ def suites_for(cfg: RunConfig):
 
 def evaluate_model(cfg: RunConfig, model_dir: Path, out_dir: Path, suites, progress=True,
                    meta=None) -> dict:
-    from gates.evaluate import evaluate
+    from gates.evaluate import evaluate, finished
     from pipeline.sampling.base import SamplingParams
     c = cfg.canaries
     params = SamplingParams(temperature=c.temperature, top_p=1.0 if c.temperature == 0 else 0.95,
                             max_tokens=c.max_new_tokens)
+    done = finished(suites, k=c.k, params=params, out_dir=out_dir,
+                    max_context_tokens=cfg.sampler.max_context_tokens)
+    if done is not None:  # the baseline is evaluated once per promoted model: no engine start
+        return done.to_dict()
     with backend_opener(cfg)(model_dir) as backend:
         res = evaluate(backend, suites, k=c.k, params=params, out_dir=out_dir,
                        max_context_tokens=cfg.sampler.max_context_tokens, progress=progress,
