@@ -26,6 +26,7 @@ from data.trajectory import Task
 from data.verify import reward as verifier_score
 from pipeline.models import load_model
 from pipeline.training.curves import JsonlLog, plot_grpo, read_log
+from pipeline.training.fused_head import score_labelled_positions_only
 from pipeline.training.merge import merge_adapter, save_adapter
 from pipeline.training.settings import GRPOSettings
 from pipeline.training.sft import last_checkpoint, lora_config, training_tokenizer
@@ -229,6 +230,7 @@ def train_grpo(tasks: list[Task], model_dir: Path, out_dir: Path, settings: GRPO
     ckpt_dir = out_dir / "checkpoints"
     resume, resume_step = last_checkpoint(ckpt_dir)
     log_path = out_dir / "grpo_log.jsonl"
+    score_labelled_positions_only()
     trainer = GRPOTrainer(model=model, reward_funcs=list(REWARDS.values()) + METRICS,
                           args=grpo_config(settings, ckpt_dir, progress),
                           train_dataset=dataset, processing_class=tokenizer,

@@ -20,6 +20,7 @@ from pipeline.training.consistency import (TemplateRoundTripError, check_consist
                                            normalise_messages, tokenize_conversation,
                                            training_template)
 from pipeline.training.curves import JsonlLog, plot_sft, read_log
+from pipeline.training.fused_head import score_labelled_positions_only
 from pipeline.training.merge import merge_adapter, save_adapter
 from pipeline.training.settings import LoraSettings, SFTSettings
 
@@ -160,6 +161,7 @@ def sft_trainer(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
 
     # 3. Trainer; the log callback cuts rows a resumed run will log again.
     resume, resume_step = last_checkpoint(out_dir / "checkpoints")
+    score_labelled_positions_only()
     trainer = SFTTrainer(model=load_base(model_dir, settings.lora),
                          args=sft_config(settings, out_dir / "checkpoints", progress),
                          train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
