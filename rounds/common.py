@@ -61,8 +61,8 @@ def make_tasks(ctx: RoundContext, step: str = "tasks", namespace: str | None = N
                kinds: dict[str, int] | None = None) -> list[Task]:
     """Generate the round's tasks, decontaminated against every canary prompt.
 
-    Generators draw more items than asked when some collide with a canary, so the round gets
-    the count it was configured for."""
+    Domains cycle task by task (`domain_cycle`). Generators draw more items than asked when
+    some collide with a canary, so the round gets the count it was configured for."""
     path = ctx.dir / f"{step}.jsonl"
     if ctx.step_done(step):
         return jsonl.read_all(path, Task)
@@ -75,7 +75,8 @@ def make_tasks(ctx: RoundContext, step: str = "tasks", namespace: str | None = N
             got, i = [], 0
             while len(got) < want and i < want * 20 + 50:
                 t = taskgen.make(kind, i, split="train", namespace=f"{ns}-b{b}",
-                                 domains=s.domains, context_tokens=tokens or 2000)
+                                 domains=taskgen.domain_cycle(kind, i, s.domains),
+                                 context_tokens=tokens or 2000)
                 i += 1
                 if ctx.decontaminator.reason(t.prompt):
                     dropped += 1

@@ -102,3 +102,12 @@ def test_irrelevance_and_first_call_metrics():
     ("Confirmation cf1234.", "CF1234", True), ("No idea", "CF1234", False)])
 def test_answer_matching(final, gold, ok):
     assert verify.answer_matches(final, gold) is ok
+
+
+def test_domain_cycle_balances_training_tasks():
+    from collections import Counter
+    made = [tasks.make("chained", i, domains=tasks.domain_cycle("chained", i)) for i in range(12)]
+    assert Counter(t.domain for t in made) == {d: 2 for d in tasks.DOMAINS}
+    assert all(verify.verify(t, t.messages() + t.oracle).success for t in made)
+    assert tasks.domain_cycle("recovery", 7, ["units", "flights"]) == ["units"]
+    assert tasks.domain_cycle("reasoning", 3) is None
