@@ -19,7 +19,8 @@ def test_compact_head_matches_full_head(tiny_model, monkeypatch):
     labels[:, :30] = -100           # a long unlabelled prompt, as in a tool-use row
     labels[1, 35:] = -100
     model = _fused(tiny_model)
-    monkeypatch.setattr(trl_utils, "_use_triton", trl_utils._use_triton)  # restored afterwards
+    from trl.kernels.chunked_logprob import _use_triton as unpatched  # earlier tests may patch
+    monkeypatch.setattr(trl_utils, "_use_triton", unpatched)               # restored afterwards
     assert not trl_utils._use_triton(ids.device)                           # CPU: full path
     full = model(input_ids=ids, labels=labels, fused_lm_head=True)
     assert score_labelled_positions_only()
