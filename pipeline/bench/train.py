@@ -1,7 +1,8 @@
 """`pipeline bench train`: SFT tokens/s, padded against padding-free and packed, and GRPO s/step.
 
-The same oracle rows go through TRL's default padded batching, padding-free batching and
-best-fit-decreasing packing, one epoch each (or `--steps` steps), in one run. Each measurement
+The same oracle rows go through TRL's default padded batching, padding-free batching (with
+TRL's fused LM head scoring every position, as shipped, and only labelled positions, as the
+pipeline trains: `pipeline.training.fused_head`) and best-fit-decreasing packing, one epoch each (or `--steps` steps), in one run. Each measurement
 runs in its own fresh process, so the peak RSS printed is that mode's own. Tokens/s counts real
 (non-padding) tokens over the trainer's runtime. `--json PATH` writes the same figures.
 
@@ -24,6 +25,8 @@ from data.trajectory import Trajectory
 from pipeline.models import EMBEDDED, resolve
 
 MODES = {"padded": {"padding_free": False, "packing": False},
+         # TRL's fused LM head as shipped: every position through the vocabulary on CPU
+         "pf-full-head": {"padding_free": True, "packing": False},
          "padding-free": {"padding_free": True, "packing": False},
          "packing": {"padding_free": True, "packing": True}}
 
@@ -58,8 +61,11 @@ def peak_rss_mib() -> float:
 
 def _sft_child(mode: str, model_dir: str, rows: list[Trajectory], args: dict) -> dict:
     """One SFT measurement (runs in a fresh process)."""
+    from pipeline.training import sft
     from pipeline.training.settings import SFTSettings
     from pipeline.training.sft import sft_trainer
+    if mode == "pf-full-head":  # a fresh process: TRL's own switch stays untouched
+        sft.score_labelled_positions_only = lambda: False
     settings = SFTSettings(max_length=args["max_length"], batch_size=args["batch_size"],
                            max_steps=args["steps"], epochs=1, save_steps=10_000,
                            logging_steps=10_000, **MODES[mode])
