@@ -11,12 +11,17 @@ import random
 from typing import Iterable
 
 from .chatformat import Call, format_call
-from .environment import BACKUP, Environment, filler
+from .environment import BACKUP, DomainEnvironment, filler
 from .envs import DOMAINS
 from .envs.base import Example, stable_int, tool
 from .trajectory import GoldCall, Task
 
 KINDS = ("single", "parallel", "chained", "irrelevance", "recovery", "long_context", "reasoning")
+# the built-in canaries, each named once here, and the generator kinds their items come from
+CANARY_KINDS: dict[str, tuple[str, ...]] = {
+    "reasoning": ("reasoning",), "recovery": ("recovery",),
+    "single_turn": ("single", "parallel"), "multi_turn": ("chained",),
+    "irrelevance": ("irrelevance",)}
 SYSTEM = ("You are a helpful assistant with access to tools. Think briefly inside <think></think>, "
           "call tools when they help, read their results, and finish with a short final answer.")
 
@@ -47,11 +52,12 @@ def _assistant(plan: str, calls: list[tuple[str, dict]]) -> dict:
 
 def _oracle(task: Task, turns: list[list[tuple[str, dict]]], plan: str, final: str) -> list[dict]:
     """Play the planned calls against the task's environment; results are real."""
-    env, out = Environment(task), []
+    env, out = DomainEnvironment.for_task(task), []
     for i, calls in enumerate(turns):
         out.append(_assistant(plan if i == 0 else "", calls))
         for name, args in calls:
-            out.append({"role": "tool", "content": env.execute(Call(name, args))})
+            call = Call(name, args)
+            out.append(env.execute(call).message(call))
     out.append({"role": "assistant", "content": final})
     return out
 

@@ -40,7 +40,9 @@ def answer_matches(final: str, gold) -> bool:
 @dataclass
 class Replay:
     """What the assistant did, read back from the messages."""
-    calls: list[tuple[Call, bool]]      # every call and whether its result was not an error
+    calls: list[tuple[Call, bool]]      # every call and whether it succeeded: the tool
+                                        # message's `ok` (set by the environment; rows from
+                                        # outside without it count as succeeded)
     parse_errors: list[str]
     final: str | None                   # text of the last assistant turn, when it made no call
     plan_first: bool                    # a <think> plan came before the first call
@@ -63,7 +65,7 @@ def replay(messages: list[dict], tools: list[dict]) -> Replay:
             final = turn.text if not turn.calls and not turn.errors else None
         elif msg["role"] == "tool" and pending:
             call = pending.pop(0)
-            calls.append((call, not str(msg["content"]).lstrip().startswith('{"error"')))
+            calls.append((call, bool(msg.get("ok", True))))
     return Replay(calls, errors, final, plan_first, turns)
 
 

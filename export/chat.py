@@ -4,23 +4,22 @@
          prompt="What's the weather in Paris?")
 
 Each assistant turn is generated with the project's own render (the same ChatML + Hermes
-text the model was trained on), parsed with the project's parser, and every call is executed
-against the built-in tool domains (`data.envs`); the call and its result are printed before
-the model reads the result. `prompt=None` starts an interactive loop (empty line or /exit
-quits). Malformed model output is printed and recorded, never raised.
+text the model was trained on) and handed to the one turn rule (`data.turns.take_turn`), the
+rule the sampler, GRPO and the gates play by: every call is executed against the built-in tool
+domains (`data.envs`) and the call and its result are printed before the model reads the
+result. `prompt=None` starts an interactive loop (empty line or /exit quits). Malformed model
+output is printed and recorded, never raised.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Callable, Iterable
 
-from data.chatformat import parse, render
-from data.environment import Environment
+from data.chatformat import render
+from data.environment import DomainEnvironment
 from data.envs import DOMAINS
 from data.tasks import SYSTEM
-from data.trajectory import Task
-
-MAX_CALLS_PER_TURN = 4
+from data.turns import MAX_CALLS_PER_TURN, Conversation, take_turn
 
 
 def domain_tools(domains: Iterable[str] | None = None) -> list[dict]:
@@ -33,53 +32,66 @@ def domain_tools(domains: Iterable[str] | None = None) -> list[dict]:
 
 
 class Session:
-    """One conversation: messages, declared tools, the tool runtime, the backend."""
+    """One conversation: the turn rule's state, the tool runtime, the backend."""
 
-    def __init__(self, backend, tools: list[dict], system: str, params, out: Callable):
+    def __init__(self, backend, tools: list[dict], system: str, params, out: Callable,
+                 max_turns: int = 6):
         self.backend, self.tools, self.params, self.out = backend, tools, params, out
-        self.messages: list[dict] = [{"role": "system", "content": system}]
-        # Environment reads only the declared tools and faults of a task: a chat has no faults.
-        self.env = Environment(Task(id="chat", domain="chat", kind="single", seed=0,
-                                    system=system, prompt="", tools=tools, answer=None))
+        self.conv = Conversation([{"role": "system", "content": system}], tools, max_turns)
+        self.env = DomainEnvironment(tools)  # a chat has no injected faults
         self.problems: list[str] = []
 
-    def _generate_turn(self, seed: int) -> str:
-        """One assistant turn; a `</tool_call>` stop continues the same turn (parallel calls)."""
+    @property
+    def messages(self) -> list[dict]:
+        return self.conv.messages
+
+    def _generate_turn(self, seed: int) -> tuple[str, bool]:
+        """One assistant turn and whether the token limit cut it; a `</tool_call>` stop
+        continues the same turn (parallel calls), as in the sampler's driver."""
         from pipeline.sampling.base import CALL_STOP
         prompt, text = render(self.messages, self.tools, add_generation_prompt=True), ""
-        for piece in range(MAX_CALLS_PER_TURN):
+        for piece in range(MAX_CALLS_PER_TURN + 1):
             c = self.backend.generate([prompt + text], self.params, [seed + piece])[0]
             text += c.text
-            if c.stop_reason != CALL_STOP or c.finish_reason == "length":
+            if c.finish_reason == "length":
+                return text, True
+            if c.stop_reason != CALL_STOP:
                 break
-        return text
+        return text, False
 
-    def ask(self, user: str, max_turns: int = 6, seed: int = 0) -> str | None:
+    def ask(self, user: str, max_turns: int | None = None, seed: int = 0) -> str | None:
         """Run the model on one user message until it answers; returns the answer text
-        (None when it ran out of turns or produced output that does not parse)."""
-        self.messages.append({"role": "user", "content": user})
-        for turn_no in range(max_turns):
-            text = self._generate_turn(seed + 101 * turn_no)
-            self.messages.append({"role": "assistant", "content": text})
-            turn = parse(text, self.tools)
-            if turn.think:
-                self.out(f"[think] {turn.think}")
-            for err in turn.errors:
+        (None when it ran out of turns or tokens, or produced output that does not parse)."""
+        if max_turns is not None:
+            self.conv.max_turns = max_turns
+        self.conv.user(user)
+        while self.conv.finish is None:
+            text, cut = self._generate_turn(seed + 101 * self.conv.turns)
+            n = len(self.messages)
+            step = take_turn(self.conv, self.env, text, cut=cut)
+            if step.parsed is not None and step.parsed.think:
+                self.out(f"[think] {step.parsed.think}")
+            for err in step.errors:
                 self.problems.append(err)
                 self.out(f"[unparsed] {err}")
-            if turn.errors and not turn.calls:
-                self.out(f"[raw] {text.strip()}")
-                return None
-            if not turn.calls:
-                self.out(f"assistant> {turn.text}")
-                return turn.text
-            for call in turn.calls:
+            for call, result in zip(step.calls, self.messages[n + 1:]):
                 self.out(f"[call] {call.name}({_args(call.arguments)})")
-                result = self.env.execute(call)
-                self.out(f"[result] {result}")
-                self.messages.append({"role": "tool", "content": result})
-        self.problems.append(f"no final answer within {max_turns} turns")
-        self.out(f"[stopped] no final answer within {max_turns} turns")
+                self.out(f"[result] {result['content']}")
+        return self._ending(step, text)
+
+    def _ending(self, step, text: str) -> str | None:
+        """Print how the conversation ended; the answer text when it answered."""
+        finish = self.conv.finish
+        if finish == "answer":
+            self.out(f"assistant> {step.parsed.text}")
+            return step.parsed.text
+        if finish == "parse_error":
+            self.out(f"[raw] {text.strip()}")
+        else:
+            why = {"turn_limit": f"no final answer within {self.conv.max_turns} turns",
+                   "token_limit": f"the turn ran past {self.params.max_tokens} tokens"}[finish]
+            self.problems.append(why)
+            self.out(f"[stopped] {why}")
         return None
 
 
@@ -102,7 +114,7 @@ def chat(gguf: Path, prompt: str | None = None, tools_domains: Iterable[str] | N
     tools = domain_tools(tools_domains)
     backend = make_backend("llama_cpp", Path(gguf), n_ctx=n_ctx)
     params = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens)
-    session = Session(backend, tools, system or SYSTEM, params, out)
+    session = Session(backend, tools, system or SYSTEM, params, out, max_turns)
     try:
         if prompt is not None:
             out(f"user> {prompt}")

@@ -88,11 +88,15 @@ def compare(tasks: list[Task], hf: list[Trajectory], gg: list[Trajectory],
 
 
 def load_check(gguf: Path, model_dir: Path, *, items: int = 4, min_agreement: float = 0.75,
-               max_tokens: int = 96, n_ctx: int = 4096, hf_dtype: str = "float32") -> dict:
+               max_tokens: int = 96, n_ctx: int = 4096, hf_dtype: str = "float32",
+               make_backend=None) -> dict:
     """Run the canary items through the GGUF (llama.cpp) and the HF model (transformers),
-    greedily, and compare them. Engines are closed before returning."""
+    greedily, and compare them. Engines are closed before returning. `make_backend(kind,
+    model, **options)` defaults to `pipeline.sampling.make_backend`."""
     from pipeline.rollout import rollout
-    from pipeline.sampling import SamplingParams, make_backend
+    from pipeline.sampling import SamplingParams
+    if make_backend is None:
+        from pipeline.sampling import make_backend
     tasks = check_tasks(items)
     params = SamplingParams(temperature=0.0, top_p=1.0, max_tokens=max_tokens)
     runs, seconds = {}, {}

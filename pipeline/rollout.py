@@ -3,10 +3,9 @@
 Each step, every live trajectory of the batch generates in ONE backend call. A completion
 that stops on `</tool_call>` continues the same assistant turn (prompt + text so far; prefix
 caching makes that cheap) so parallel calls survive, up to `max_calls_per_turn`. A finished
-turn is parsed: errors end the trajectory ("parse_error"), calls run against the task's
-environment (one per trajectory) and their results are appended, no call is the final answer.
-The turn limit ends it as "turn_limit"; a prompt over `max_context_tokens` or a turn cut by
-`max_tokens` as "token_limit".
+turn goes to the one turn rule (`data.turns.take_turn`): it ends the trajectory ("answer",
+"parse_error", "turn_limit") or runs the calls in the task's environment and continues. A
+prompt over `max_context_tokens` or a turn cut by `max_tokens` is a cut turn ("token_limit").
 
 Seeds derive from (round, task id, sample); a request's seed from (that seed, turn, piece), so
 the same tasks give the same trajectories wherever the backend is deterministic. With `out`,
@@ -26,16 +25,15 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from data.chatformat import parse, render
-from data.environment import Environment
+from data.chatformat import render
+from data.environment import DomainEnvironment, Environment
 from data.envs.base import stable_int
 from data.jsonl import Appender, read_all, repair_torn_tail
 from data.trajectory import Task, Trajectory
+from data.turns import MAX_CALLS_PER_TURN, Conversation, take_turn
 from data.verify import verify
 
 from .sampling.base import CALL_STOP, Backend, SamplingParams
-
-MAX_CALLS_PER_TURN = 4
 
 
 @dataclass
@@ -72,7 +70,7 @@ class _Live:
     sample: int
     seed: int
     env: Environment
-    messages: list[dict]
+    conv: Conversation
     turn_text: str = ""
     turn_ids: list[int] = field(default_factory=list)
     turn_calls: int = 0
@@ -81,8 +79,14 @@ class _Live:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     requests: int = 0
-    parse_errors: list[str] = field(default_factory=list)
-    finish: str | None = None
+
+    @property
+    def messages(self) -> list[dict]:
+        return self.conv.messages
+
+    @property
+    def finish(self) -> str | None:
+        return self.conv.finish
 
     @property
     def turns(self) -> int:
@@ -119,7 +123,7 @@ def rollout(tasks: list[Task], backend: Backend, *, k: int = 1, round: int = 0,
     writer = Appender(out) if out is not None else None
     try:
         for b in range(0, len(todo), batch_size):
-            live = [_start(t, s, round) for t, s in todo[b:b + batch_size]]
+            live = [_start(t, s, round, max_calls_per_turn) for t, s in todo[b:b + batch_size]]
             finished = _run_batch(live, backend, params, max_context_tokens, tokenizer,
                                   max_calls_per_turn, stats, bar)
             for lv in finished:
@@ -150,9 +154,10 @@ def _progress(total: int, on: bool, name: str):
     return tqdm(total=total, desc=f"rollout[{name}]", unit="traj", dynamic_ncols=True)
 
 
-def _start(task: Task, sample: int, round: int) -> _Live:
+def _start(task: Task, sample: int, round: int, max_calls: int) -> _Live:
     return _Live(task=task, sample=sample, seed=stable_int(round, task.id, sample),
-                 env=Environment(task), messages=task.messages())
+                 env=DomainEnvironment.for_task(task),
+                 conv=Conversation.for_task(task, max_calls_per_turn=max_calls))
 
 
 def _run_batch(live: list[_Live], backend: Backend, params: SamplingParams,
@@ -166,7 +171,7 @@ def _run_batch(live: list[_Live], backend: Backend, params: SamplingParams,
             prompt = render(lv.messages, lv.task.tools, add_generation_prompt=True) + lv.turn_text
             budget = params.max_tokens - len(lv.turn_ids)
             if budget <= 0:  # the turn used its whole budget and stopped cleanly on a call
-                _end_turn(lv)
+                _end_turn(lv, cut=False)
                 if lv.finish is None:
                     prompt = render(lv.messages, lv.task.tools, add_generation_prompt=True)
                     budget = params.max_tokens
@@ -175,7 +180,7 @@ def _run_batch(live: list[_Live], backend: Backend, params: SamplingParams,
             if tokenizer is not None:
                 room = max_context - len(tokenizer.encode(prompt, add_special_tokens=False))
                 if room <= 0:
-                    _end_turn_cut(lv, "token_limit")
+                    _end_turn(lv, cut=True)
                     continue
                 budget = min(budget, room)
             prompts.append(prompt)
@@ -203,8 +208,10 @@ def _run_batch(live: list[_Live], backend: Backend, params: SamplingParams,
         for lv in active:
             if lv.finish is None:
                 still.append(lv)
-            elif bar is not None:
-                bar.update(1)
+            else:
+                lv.env.close()
+                if bar is not None:
+                    bar.update(1)
         active = still
     return live
 
@@ -224,41 +231,23 @@ def _advance(lv: _Live, c, budget: int, max_context: int, max_calls: int,
     lv.completion_tokens += len(ids)
     lv.prompt_tokens = max(lv.prompt_tokens, c.prompt_tokens)
     if cut or (c.prompt_tokens and c.prompt_tokens + len(ids) > max_context):
-        _end_turn_cut(lv, "token_limit")
+        _end_turn(lv, cut=True)
         return
-    if c.stop_reason == CALL_STOP and lv.turn_calls + 1 < max_calls:
-        lv.turn_calls += 1  # keep generating the same assistant turn
+    if c.stop_reason == CALL_STOP and lv.turn_calls < max_calls:
+        # keep generating the same assistant turn; one piece past the limit lets the rule
+        # see a turn that makes too many calls, as a single-request generator would
+        lv.turn_calls += 1
         return
-    _end_turn(lv)
+    _end_turn(lv, cut=False)
 
 
-def _close_turn(lv: _Live) -> str:
+def _end_turn(lv: _Live, cut: bool) -> None:
+    """Hand the finished (or cut) turn to the turn rule; keep its sampled ids beside it."""
     text = lv.turn_text
-    lv.messages.append({"role": "assistant", "content": text})
-    lv.turn_token_ids.append(lv.turn_ids)
+    if text or not cut:  # the rule appends a cut turn only when it said something
+        lv.turn_token_ids.append(lv.turn_ids)
     lv.turn_text, lv.turn_ids, lv.turn_calls, lv.pieces = "", [], 0, 0
-    return text
-
-
-def _end_turn_cut(lv: _Live, finish: str) -> None:
-    if lv.turn_ids or lv.turn_text:
-        _close_turn(lv)
-    lv.finish = finish
-
-
-def _end_turn(lv: _Live) -> None:
-    turn = parse(_close_turn(lv), lv.task.tools)
-    if turn.errors:
-        lv.parse_errors += turn.errors
-        lv.finish = "parse_error"
-        return
-    if not turn.calls:
-        lv.finish = "answer"
-        return
-    for call in turn.calls:
-        lv.messages.append({"role": "tool", "content": lv.env.execute(call)})
-    if lv.turns >= lv.task.max_turns:
-        lv.finish = "turn_limit"
+    take_turn(lv.conv, lv.env, text, cut=cut)
 
 
 def _trajectory(lv: _Live, round: int, params: SamplingParams, backend: Backend,
@@ -269,7 +258,7 @@ def _trajectory(lv: _Live, round: int, params: SamplingParams, backend: Backend,
         id=trajectory_id(task.id, round, lv.sample), task_id=task.id, domain=task.domain,
         kind=task.kind, round=round, sample=lv.sample, seed=lv.seed, source="policy",
         messages=lv.messages, tools=task.tools, turn_token_ids=lv.turn_token_ids,
-        finish=lv.finish, parse_errors=lv.parse_errors, prompt_tokens=lv.prompt_tokens,
+        finish=lv.finish, parse_errors=lv.conv.parse_errors, prompt_tokens=lv.prompt_tokens,
         completion_tokens=lv.completion_tokens, turns=lv.turns,
         sampler={"backend": getattr(backend, "name", "?"), "temperature": params.temperature,
                  "top_p": params.top_p, "max_tokens": params.max_tokens,

@@ -68,7 +68,8 @@ def test_tool_calls_are_executed_for_real_and_printed():
     assert answer == "It is warm in Paris."
     assert lines == ["[think] Look it up.", '[call] get_weather({"city": "Paris"})',
                      f"[result] {expected}", "assistant> It is warm in Paris."]
-    assert session.messages[-2] == {"role": "tool", "content": expected}
+    assert session.messages[-2] == {"role": "tool", "name": "get_weather", "content": expected,
+                                    "ok": True}
     # the model read the real result in its next prompt, inside <tool_response>
     assert f"<tool_response>\n{expected}\n</tool_response>" in model.prompts[-1]
     assert session.problems == []
@@ -82,6 +83,7 @@ def test_malformed_output_is_recorded_not_raised():
     assert session.ask("Weather?") is None
     assert any(line.startswith("[unparsed] invalid arguments for get_weather") for line in lines)
     assert session.problems and "get_weather" in session.problems[0]
+    assert session.conv.finish == "parse_error" and lines[-1].startswith("[raw] <tool_call>")
 
 
 def test_unknown_domain_is_a_clear_error():

@@ -113,12 +113,15 @@ def test_parse_error_turn_limit_and_call_cap():
     assert sum(m["role"] == "tool" for m in t.messages) == task.max_turns
     assert "no final answer (ended by turn_limit)" in t.verification.reasons
 
-    # stopping on </tool_call> every time: the turn is continued up to the cap of 4 calls
+    # stopping on </tool_call> every time: the turn is continued one piece past the cap of
+    # 4 calls, and the turn rule ends a turn with 5 calls as a parse error (nothing runs)
     capped = Fixed("\n" + call, stop_reason=CALL_STOP)
     trajs, stats = rollout([task], capped, progress=False, max_calls_per_turn=4)
     first = trajs[0].messages[len(task.messages())]["content"]
-    assert first.count("<tool_call>") == 4
-    assert stats.requests == 4 * task.max_turns
+    assert first.count("<tool_call>") == 5 and stats.requests == 5
+    assert trajs[0].finish == "parse_error"
+    assert trajs[0].parse_errors == ["5 calls in one turn; at most 4 are allowed"]
+    assert [m["role"] for m in trajs[0].messages[len(task.messages()):]] == ["assistant"]
 
     # a call that uses the turn's whole token budget ends the turn (no zero-token request)
     trajs, stats = rollout([task], capped, progress=False,

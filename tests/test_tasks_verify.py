@@ -7,7 +7,7 @@ import pytest
 
 from data import tasks, verify
 from data.chatformat import format_call
-from data.environment import Environment
+from data.environment import DomainEnvironment
 from data.chatformat import Call
 
 
@@ -44,11 +44,11 @@ def test_kinds_have_their_shape():
 
 
 def _solve(task, turns, final):
-    env, msgs = Environment(task), task.messages()
+    env, msgs = DomainEnvironment.for_task(task), task.messages()
     for calls in turns:
         msgs.append({"role": "assistant", "content": "\n".join(format_call(n, a) for n, a in calls)})
         for n, a in calls:
-            msgs.append({"role": "tool", "content": env.execute(Call(n, a))})
+            msgs.append(env.execute(Call(n, a)).message(Call(n, a)))
     msgs.append({"role": "assistant", "content": final})
     return msgs
 

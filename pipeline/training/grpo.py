@@ -2,8 +2,8 @@
 
 Multi-turn goes through TRL 1.16's own `rollout_func` hook: for each turn we ask the trainer's
 generation step (`_generate_single_turn`: transformers `generate`, or vLLM in colocate mode
-with its weight sync) for one assistant turn per live rollout, parse it with
-`data.chatformat.parse`, execute the calls in `data.environment.Environment`, and append the
+with its weight sync) for one assistant turn per live rollout, hand it to the one turn rule
+(`data.turns.take_turn`, the same rule the sampler and the gates play by), and append the
 tool-response tokens with `env_mask` 0 so only sampled tokens carry loss. We use it rather than
 `environment_factory`/`tools` because those derive tool schemas from Python signatures, while
 our tasks declare their own JSON schemas (distractors, backup endpoints, injected faults) and
@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from data.chatformat import parse, render
-from data.environment import Environment
+from data.environment import DomainEnvironment, Environment
 from data.trajectory import Task
+from data.turns import Conversation, take_turn
 from data.verify import reward as verifier_score
 from pipeline.models import load_model
 from pipeline.training.curves import JsonlLog, plot_grpo, read_log
@@ -83,15 +84,21 @@ class Rollout:
     """One multi-turn conversation: its text messages and its token stream for the trainer."""
     task: Task
     env: Environment
-    messages: list[dict]
+    conv: Conversation
     prompt_ids: list[int]
     context: list[int]                        # prompt + everything so far (next turn's input)
     completion_ids: list[int] = field(default_factory=list)
     env_mask: list[int] = field(default_factory=list)   # 1 sampled, 0 tool/template tokens
     logprobs: list[float] = field(default_factory=list)
     turn_token_ids: list[list[int]] = field(default_factory=list)
-    n_calls: int = 0
-    finish: str = "pending"
+
+    @property
+    def messages(self) -> list[dict]:
+        return self.conv.messages
+
+    @property
+    def finish(self) -> str:
+        return self.conv.finish or "pending"
 
 
 def _suffix_text(before: list[dict], after: list[dict], tools: list[dict]) -> str:
@@ -105,8 +112,9 @@ def _suffix_text(before: list[dict], after: list[dict], tools: list[dict]) -> st
     return full[len(head) - 1:]
 
 
-def _step(r: Rollout, ids: list[int], lps, tokenizer, eos_ids: set[int], max_turns: int):
-    """Apply one sampled assistant turn to rollout `r` (never raises on bad output)."""
+def _step(r: Rollout, ids: list[int], lps, tokenizer, eos_ids: set[int]):
+    """Apply one sampled assistant turn to rollout `r` through the turn rule (a turn that
+    did not reach end-of-turn was cut by the token limit); never raises on bad output."""
     ids = list(ids)
     r.completion_ids += ids
     r.env_mask += [1] * len(ids)
@@ -115,21 +123,11 @@ def _step(r: Rollout, ids: list[int], lps, tokenizer, eos_ids: set[int], max_tur
     r.turn_token_ids.append(ids)
     ended = bool(ids) and ids[-1] in eos_ids
     text = tokenizer.decode(ids[:-1] if ended else ids, skip_special_tokens=False)
-    r.messages.append({"role": "assistant", "content": text})
-    if not ended:
-        r.finish = "token_limit"
+    n = len(r.messages)
+    take_turn(r.conv, r.env, text, cut=not ended)
+    if r.conv.finish is not None:
         return
-    turn = parse(text, r.task.tools)
-    if not turn.calls:
-        r.finish = "parse_error" if turn.errors else "answer"
-        return
-    before = list(r.messages)
-    for call in turn.calls:
-        r.messages.append({"role": "tool", "content": r.env.execute(call)})
-        r.n_calls += 1
-    if len(r.turn_token_ids) >= max_turns:
-        r.finish = "turn_limit"
-        return
+    before = r.messages[:n + 1]                                  # up to this assistant turn
     suffix = tokenizer(_suffix_text(before, r.messages, r.task.tools),
                        add_special_tokens=False)["input_ids"]
     r.completion_ids += suffix
@@ -150,18 +148,15 @@ def make_rollout_func(tasks: dict[str, Task], tokenizer, settings: GRPOSettings)
             task = tasks[prompt[0][TASK_KEY]]
             text = render(task.messages(), task.tools, add_generation_prompt=True)
             ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-            rollouts.append(Rollout(task, Environment(task), task.messages(), ids, list(ids)))
-        for _ in range(settings.max_turns):
-            live = [r for r in rollouts if r.finish == "pending"]
-            if not live:
-                break
+            rollouts.append(Rollout(task, DomainEnvironment.for_task(task),
+                                    Conversation.for_task(task, settings.max_turns),
+                                    ids, list(ids)))
+        while live := [r for r in rollouts if r.finish == "pending"]:
             ids, lps = trainer._generate_single_turn([r.context for r in live], None, {}, 1)
             for i, r in enumerate(live):
-                _step(r, ids[i], lps[i] if lps is not None else None, tokenizer, eos_ids,
-                      min(settings.max_turns, r.task.max_turns))
+                _step(r, ids[i], lps[i] if lps is not None else None, tokenizer, eos_ids)
         for r in rollouts:
-            if r.finish == "pending":
-                r.finish = "turn_limit"
+            r.env.close()
         return {"prompt_ids": [r.prompt_ids for r in rollouts],
                 "completion_ids": [r.completion_ids for r in rollouts],
                 "logprobs": [r.logprobs for r in rollouts] if settings.use_vllm else None,
@@ -169,7 +164,7 @@ def make_rollout_func(tasks: dict[str, Task], tokenizer, settings: GRPOSettings)
                 "messages": [r.messages for r in rollouts],
                 "n_prompt": [len(r.task.messages()) for r in rollouts],
                 "finish": [r.finish for r in rollouts],
-                "n_calls": [r.n_calls for r in rollouts]}
+                "n_calls": [r.conv.calls for r in rollouts]}
 
     return rollout_func
 
