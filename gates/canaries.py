@@ -16,16 +16,11 @@ from pathlib import Path
 from typing import Iterable
 
 from data.loaders import bfcl_task, load_bfcl, load_gsm8k
-from data.tasks import make
+from data.tasks import CANARY_KINDS, make
 from data.trajectory import Task
 
 from .ast_check import first_accepted
 
-# canary -> the generator kinds its items come from
-CANARY_KINDS: dict[str, tuple[str, ...]] = {
-    "reasoning": ("reasoning",), "recovery": ("recovery",),
-    "single_turn": ("single", "parallel"), "multi_turn": ("chained",),
-    "irrelevance": ("irrelevance",)}
 # scorer -> the per-item metrics it computes (each in [0, 1]); the first is the primary one
 METRICS: dict[str, tuple[str, ...]] = {
     "reasoning": ("accuracy", "pass@k"),

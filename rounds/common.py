@@ -14,7 +14,8 @@ from typing import Callable
 from data import filters, jsonl, tasks as taskgen
 from data.trajectory import Task, Trajectory
 from data.verify import verify
-from pipeline.config import RoundSettings, RunConfig
+from pipeline.config import RunConfig
+from pipeline.recipes import RoundSettings
 from pipeline.runstore import RunStore
 from pipeline.sampling.base import SamplingParams
 
@@ -69,7 +70,7 @@ def make_tasks(ctx: RoundContext, step: str = "tasks", namespace: str | None = N
     s, ns = ctx.settings, namespace or f"round-{ctx.number}"
     out, dropped = [], 0
     for kind, n in (kinds or s.tasks).items():
-        buckets = s.context_tokens if kind == "long_context" else [None]
+        buckets = (getattr(s, "context_tokens", [2000]) if kind == "long_context" else [None])
         for b, tokens in enumerate(buckets):
             want = n // len(buckets) + (1 if b < n % len(buckets) else 0)
             got, i = [], 0
@@ -103,7 +104,7 @@ def oracle_trajectories(task_list: list[Task], round_no: int) -> list[Trajectory
 
 
 def sample(ctx: RoundContext, task_list: list[Task], model_dir: Path, step: str = "rollouts",
-           k: int | None = None, require_plan: bool | None = None) -> list[Trajectory]:
+           k: int | None = None) -> list[Trajectory]:
     """k on-policy samples per task, streamed to `<step>.jsonl` (a kill loses one batch)."""
     from pipeline.rollout import rollout
     path = ctx.dir / f"{step}.jsonl"
@@ -114,7 +115,7 @@ def sample(ctx: RoundContext, task_list: list[Task], model_dir: Path, step: str 
     with ctx.open_backend(model_dir) as backend:
         trajs, stats = rollout(task_list, backend, k=k or s.k, round=ctx.number, params=params,
                                max_context_tokens=ctx.cfg.sampler.max_context_tokens,
-                               require_plan=s.require_plan if require_plan is None else require_plan,
+                               require_plan=s.require_plan,
                                out=path, progress=ctx.progress)
     info = stats.as_dict()
     ctx.mark(step, rollouts=len(trajs), successes=sum(t.success for t in trajs),

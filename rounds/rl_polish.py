@@ -1,6 +1,9 @@
 """Round 5, RL polish: GRPO + LoRA over on-policy rollouts in the same environments, rewarded by
 the verifier (the very function the gates use) plus a small format reward."""
+from pipeline.recipes import RLSettings
 from rounds.common import Candidate, RoundContext, make_tasks
+
+SETTINGS = RLSettings
 
 
 def run(ctx: RoundContext) -> Candidate:

@@ -1,8 +1,11 @@
 """Round 4, on-policy self-improvement (expert iteration): k samples per task from the current
 model, keep verified successes, match the distribution (cap per task, balance domains / kinds /
 turn counts, shortest success first), train; optionally several iterations inside the round."""
+from pipeline.recipes import SelfImproveSettings
 from rounds.common import Candidate, RoundContext, accept, make_tasks, oracle_trajectories, \
     sample, train
+
+SETTINGS = SelfImproveSettings
 
 
 def run(ctx: RoundContext) -> Candidate:

@@ -1,0 +1,136 @@
+"""Round recipes by name or dotted path, and the settings each kind of recipe reads.
+
+A recipe is a module (or any object) with `run(ctx) -> Candidate` and `SETTINGS`, the
+pydantic class of the config keys it uses. The five built-in recipes are named in `BUILTIN`;
+any other is a dotted path, `package.module` or `package.module:object`, so a user adds or
+replaces a round without editing this package:
+
+    rounds:
+      grounding: {tasks: {single: 8}}          # built-in recipe named like the round
+      my_round: {recipe: mypkg.rounds:polish, tasks: {chained: 4}}
+
+Settings classes forbid unknown keys, so a key a recipe does not use (`oracle` on the RL
+round, a misspelt `temprature`) fails when the config loads, naming the round and the key.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from data.tasks import CANARY_KINDS, KINDS
+from pipeline.training.settings import GRPOSettings, SFTSettings
+
+BUILTIN = {"grounding": "rounds.grounding", "plan_finish": "rounds.plan_finish",
+           "long_context": "rounds.long_context", "self_improve": "rounds.self_improve",
+           "rl_polish": "rounds.rl_polish"}
+CANARIES = tuple(CANARY_KINDS)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Teacher(Strict):
+    file: str | None = Field(None, description="JSONL of Hermes-format conversations to mix in")
+    endpoint: str | None = Field(None, description="OpenAI-compatible base URL of a teacher model")
+    model: str | None = Field(None, description="teacher model name at the endpoint")
+    api_key_env: str | None = Field(None, description="environment variable holding the API key")
+    k: int = Field(1, ge=1, description="teacher samples per task")
+
+
+class FilterSettings(Strict):
+    cap_per_task: int = Field(2, ge=1, description="successes kept per task (shortest first)")
+    max_rows: int | None = Field(None, description="accepted rows at most (after balancing)")
+    balance: list[str] = Field(default_factory=lambda: ["domain", "kind", "turns"])
+
+
+class RoundSettings(Strict):
+    """What every round has: a switch, its recipe, its tasks and its gate target."""
+    enabled: bool = True
+    recipe: str | None = Field(None, description="built-in recipe name or dotted path "
+                                                 "(default: the round's own name)")
+    tasks: dict[str, int] = Field(default_factory=dict, description="task kind -> count")
+    domains: list[str] | None = Field(None, description="tool domains (default: all built-in)")
+    target: str = Field("multi_turn", description="canary that must improve for promotion")
+
+    @model_validator(mode="after")
+    def _check(self):
+        bad = set(self.tasks) - set(KINDS)
+        if bad:
+            raise ValueError(f"unknown task kind(s) {sorted(bad)}; choose from {list(KINDS)}")
+        if self.target not in CANARIES:
+            raise ValueError(f"target {self.target!r} is not a canary; choose from {CANARIES}")
+        return self
+
+
+class SampledRoundSettings(RoundSettings):
+    """Rounds that sample the current model, filter verified successes and run SFT."""
+    k: int = Field(1, ge=1, description="samples per task from the current model")
+    temperature: float = Field(0.8, ge=0.0)
+    top_p: float = Field(0.95, gt=0.0, le=1.0)
+    max_new_tokens: int = Field(192, ge=8, description="tokens per assistant turn")
+    require_plan: bool = Field(False, description="filter demands a <think> plan before calls")
+    oracle: bool = Field(False, description="add the tasks' oracle demonstrations")
+    filter: FilterSettings = Field(default_factory=FilterSettings)
+    sft: SFTSettings = Field(default_factory=SFTSettings)
+
+
+class GroundingSettings(SampledRoundSettings):
+    teacher: Teacher = Field(default_factory=Teacher)
+
+
+class PlanFinishSettings(SampledRoundSettings):
+    require_plan: bool = Field(True, description="filter demands a <think> plan before calls")
+
+
+class LongContextSettings(PlanFinishSettings):
+    context_tokens: list[int] = Field(default_factory=lambda: [2000],
+                                      description="length buckets of long-context tasks")
+
+
+class SelfImproveSettings(SampledRoundSettings):
+    iterations: int = Field(1, ge=1, description="sample-filter-train iterations in the round")
+
+
+class RLSettings(RoundSettings):
+    grpo: GRPOSettings = Field(default_factory=GRPOSettings)
+
+
+def resolve(spec: str) -> Any:
+    """The recipe named `spec`: a built-in name, `pkg.module` or `pkg.module:object`.
+    Raises ValueError saying what is missing."""
+    path = BUILTIN.get(spec, spec)
+    module_name, _, attr = path.partition(":")
+    try:
+        obj = importlib.import_module(module_name)
+    except ImportError as err:
+        if "." not in path and ":" not in path:
+            raise ValueError(f"no built-in recipe named {spec!r} (built-in: "
+                             f"{', '.join(BUILTIN)}) and no module of that name; give recipe: "
+                             "<built-in name> or a dotted path pkg.module[:object]") from None
+        raise ValueError(f"recipe {spec!r}: cannot import {module_name!r} ({err})") from None
+    if attr:
+        if not hasattr(obj, attr):
+            raise ValueError(f"recipe {spec!r}: {module_name} has no {attr!r}")
+        obj = getattr(obj, attr)
+    missing = [a for a in ("run", "SETTINGS") if not hasattr(obj, a)]
+    if missing:
+        raise ValueError(f"recipe {spec!r} lacks {' and '.join(missing)}: a recipe needs "
+                         "run(ctx) -> Candidate and SETTINGS, a RoundSettings subclass")
+    if not (isinstance(obj.SETTINGS, type) and issubclass(obj.SETTINGS, RoundSettings)):
+        raise ValueError(f"recipe {spec!r}: SETTINGS must subclass "
+                         "pipeline.recipes.RoundSettings")
+    return obj
+
+
+def ordered(names: list[str]) -> list[str]:
+    """Round order: the config's order, with built-in rounds it leaves out put back in their
+    standard place (after the built-in round before them)."""
+    out = list(names)
+    for i, name in enumerate(BUILTIN):
+        if name not in out:
+            before = [b for b in list(BUILTIN)[:i] if b in out]
+            out.insert(out.index(before[-1]) + 1 if before else 0, name)
+    return out
