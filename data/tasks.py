@@ -12,7 +12,7 @@ from typing import Iterable
 
 from .chatformat import Call, format_call
 from .environment import BACKUP, DomainEnvironment, filler
-from .envs import DOMAINS
+from .envs import BUILTIN, DOMAINS, resolve
 from .envs.base import Example, stable_int, tool
 from .trajectory import GoldCall, Task
 
@@ -62,8 +62,29 @@ def _oracle(task: Task, turns: list[list[tuple[str, dict]]], plan: str, final: s
     return out
 
 
+# kind -> the domain makers that can build it (any one of them); () = every domain can
+NEEDS: dict[str, tuple[str, ...]] = {
+    "single": ("single",), "parallel": ("parallel",), "chained": ("chained",),
+    "recovery": ("single",), "long_context": ("single", "chained"), "irrelevance": (),
+    "reasoning": ()}
+
+
+def supports(domain: str, kind: str) -> bool:
+    """Whether `domain` can make tasks of `kind`."""
+    need = NEEDS[kind]
+    return not need or any(k in DOMAINS[domain].makers for k in need)
+
+
+def makers_for(kind: str, domains: Iterable[str]) -> list[str]:
+    """The domains among `domains` that can make `kind`, sorted."""
+    return sorted(d for d in domains if supports(d, kind))
+
+
 def _domain_example(kind: str, rng: random.Random, domains: list[str]) -> tuple[str, Example]:
-    name = rng.choice(domains)
+    able = makers_for(kind, domains)
+    if not able:
+        raise ValueError(f"none of the domains {domains} makes {kind!r} tasks")
+    name = rng.choice(able)
     return name, DOMAINS[name].makers[kind](rng)
 
 
@@ -139,7 +160,7 @@ def _reasoning(id_, seed, rng) -> Task:
 
 
 def _distractors(rng: random.Random, keep: list[dict], n: int) -> list[dict]:
-    others = [t for d in DOMAINS.values() for t in d.tools if t not in keep]
+    others = [t for d in BUILTIN.values() for t in d.tools if t not in keep]
     rng.shuffle(others)
     picked = others[:n]
     for i in range(len(picked), n):  # synthetic decoys beyond the built-in tools
@@ -151,7 +172,8 @@ def _distractors(rng: random.Random, keep: list[dict], n: int) -> list[dict]:
 
 
 def _long_context(id_, seed, rng, domains, context_tokens: int) -> Task:
-    base_kind = rng.choice(["single", "chained"])
+    base_kind = rng.choice([k for k in ("single", "chained") if makers_for(k, domains)]
+                           or ["single"])
     dname, ex = _domain_example(base_kind, rng, domains)
     budget = max(context_tokens, 600)
     n_tools = min(40, max(4, budget // 400))
@@ -172,10 +194,9 @@ def make(kind: str, index: int, split: str = "train", namespace: str = "default"
     """Build task `index` of `kind`, with its oracle demonstration attached."""
     if kind not in KINDS:
         raise ValueError(f"unknown task kind {kind!r}; choose from {', '.join(KINDS)}")
-    domains = sorted(domains or DOMAINS)
-    unknown = set(domains) - set(DOMAINS)
-    if unknown:
-        raise ValueError(f"unknown domain(s) {sorted(unknown)}; choose from {sorted(DOMAINS)}")
+    domains = sorted(resolve(d).name for d in domains) if domains else sorted(BUILTIN)
+    if not makers_for(kind, domains):
+        raise ValueError(f"none of the domains {domains} makes {kind!r} tasks")
     seed = seed_for(split, namespace, kind, index)
     rng = random.Random(seed)
     id_ = f"{split}-{namespace}-{kind}-{index}"
@@ -205,7 +226,8 @@ def domain_cycle(kind: str, index: int, domains: Iterable[str] | None = None) ->
     tasks per domain). None for kinds whose content is not tied to one domain."""
     if kind not in BALANCED_KINDS:
         return list(domains) if domains else None
-    names = sorted(domains or DOMAINS)
+    named = [resolve(d).name for d in domains] if domains else list(BUILTIN)
+    names = makers_for(kind, named) or sorted(named)
     return [names[index % len(names)]]
 
 
@@ -215,3 +237,23 @@ def generate(kinds: dict[str, int], split: str = "train", namespace: str = "defa
     """Tasks for a mix such as {"single": 10, "chained": 5}."""
     return [make(k, start + i, split, namespace, domains, context_tokens)
             for k, n in kinds.items() for i in range(n)]
+
+
+def validate_domain(name: str, per_kind: int = 3) -> list[str]:
+    """Make `per_kind` tasks of every kind `name` supports and check each oracle scores 1.0;
+    returns the failures, each naming the domain and the kind."""
+    from .verify import verify
+    bad = []
+    for kind in (k for k in KINDS if NEEDS[k] and supports(name, k)):
+        for i in range(per_kind):
+            try:
+                task = make(kind, i, split="validate", namespace=name, domains=[name])
+            except Exception as err:  # a user's maker may raise anything: report, don't crash
+                bad.append(f"domain {name}, kind {kind}: the maker failed: {err!r}")
+                break
+            v = verify(task, task.messages() + task.oracle, require_plan=True)
+            if not v.success or v.score != 1.0:
+                bad.append(f"domain {name}, kind {kind}: the oracle of task {i} scores "
+                           f"{v.score} ({'; '.join(v.reasons)})")
+                break
+    return bad

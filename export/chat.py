@@ -17,18 +17,21 @@ from typing import Callable, Iterable
 
 from data.chatformat import render
 from data.environment import DomainEnvironment
-from data.envs import DOMAINS
+from data.envs import BUILTIN, resolve
 from data.tasks import SYSTEM
 from data.turns import MAX_CALLS_PER_TURN, Conversation, take_turn
 
 
 def domain_tools(domains: Iterable[str] | None = None) -> list[dict]:
-    """Tool declarations of the chosen built-in domains (all of them by default)."""
-    names = sorted(domains) if domains else sorted(DOMAINS)
-    unknown = [d for d in names if d not in DOMAINS]
-    if unknown:
-        raise ValueError(f"unknown tool domain(s) {unknown}; choose from {sorted(DOMAINS)}")
-    return [t for d in names for t in DOMAINS[d].tools]
+    """Tool declarations of the chosen domains: built-in names or dotted paths to a user's
+    domain (all built-in domains by default)."""
+    out = []
+    for spec in sorted(domains) if domains else sorted(BUILTIN):
+        try:
+            out += resolve(spec).tools
+        except ValueError as err:
+            raise ValueError(f"unknown tool domain: {err}") from None
+    return out
 
 
 class Session:

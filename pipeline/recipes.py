@@ -19,7 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from data.tasks import CANARY_KINDS, KINDS
+from data import envs
+from data.tasks import CANARY_KINDS, KINDS, makers_for, validate_domain
 from pipeline.training.settings import GRPOSettings, SFTSettings
 
 BUILTIN = {"grounding": "rounds.grounding", "plan_finish": "rounds.plan_finish",
@@ -52,7 +53,9 @@ class RoundSettings(Strict):
     recipe: str | None = Field(None, description="built-in recipe name or dotted path "
                                                  "(default: the round's own name)")
     tasks: dict[str, int] = Field(default_factory=dict, description="task kind -> count")
-    domains: list[str] | None = Field(None, description="tool domains (default: all built-in)")
+    domains: list[str] | None = Field(None, description="tool domains: built-in names or dotted "
+                                                        "paths pkg.module:DOMAIN (default: all "
+                                                        "built-in)")
     target: str = Field("multi_turn", description="canary that must improve for promotion")
 
     @model_validator(mode="after")
@@ -62,7 +65,27 @@ class RoundSettings(Strict):
             raise ValueError(f"unknown task kind(s) {sorted(bad)}; choose from {list(KINDS)}")
         if self.target not in CANARIES:
             raise ValueError(f"target {self.target!r} is not a canary; choose from {CANARIES}")
+        if self.domains is not None:
+            check_domains(self.domains, self.tasks)
         return self
+
+
+def check_domains(specs: list[str], tasks: dict[str, int]) -> None:
+    """Resolve each domain (built-in name or dotted path), prove a user domain's oracles
+    score 1.0 on a few tasks of every kind it supports, and refuse task kinds that none of
+    the domains can make. Raises ValueError naming the domain, the kind and what failed."""
+    if not specs:
+        raise ValueError("domains is empty: name at least one domain, or leave it out")
+    names = [envs.resolve(spec).name for spec in specs]
+    for spec, name in zip(specs, names):
+        if name not in envs.BUILTIN:
+            bad = validate_domain(name)
+            if bad:
+                raise ValueError(f"domain {spec!r} failed validation: " + "; ".join(bad))
+    unmade = [k for k, n in tasks.items() if n and not makers_for(k, names)]
+    if unmade:
+        raise ValueError(f"no configured domain makes task kind(s) {unmade} (domains: "
+                         f"{names}); add a domain with those makers or drop the kinds")
 
 
 class SampledRoundSettings(RoundSettings):

@@ -1,8 +1,74 @@
-"""Built-in tool domains, by name."""
+"""Tool domains by name: the six built-in ones, and a user's own named by dotted path.
+
+A domain is a `Domain` (see `base.py`): JSON-schema tool declarations, a pure Python
+implementation per tool over deterministic tables, and task makers per kind
+(`single`, `parallel`, `chained`; recovery and long-context tasks reuse them) that return
+an `Example` with the calls a correct solution makes. `resolve("mypkg.stocks:DOMAIN")`
+imports a user's domain, checks it, and registers it under its name so tasks that name it
+find its tools wherever they are played.
+"""
+from __future__ import annotations
+
+import importlib
+
 from . import calendar, currency, flights, inventory, units, weather
 from .base import Domain, ToolError
 
-DOMAINS: dict[str, Domain] = {m.DOMAIN.name: m.DOMAIN for m in
+BUILTIN: dict[str, Domain] = {m.DOMAIN.name: m.DOMAIN for m in
                               (weather, currency, calendar, inventory, units, flights)}
+DOMAINS: dict[str, Domain] = dict(BUILTIN)   # built-in plus every domain resolved so far
+MAKER_KINDS = ("single", "parallel", "chained")
+_RESOLVED: dict[str, Domain] = {}            # dotted path -> the domain it named
 
-__all__ = ["DOMAINS", "Domain", "ToolError"]
+
+def problems(domain: Domain) -> list[str]:
+    """What is wrong with a domain's shape (empty when it is usable)."""
+    out = []
+    declared = [t.get("function", t).get("name") for t in domain.tools]
+    if not domain.name or not isinstance(domain.name, str):
+        out.append("it has no name")
+    if len(set(declared)) != len(declared):
+        out.append(f"tool names repeat: {declared}")
+    missing = [n for n in declared if n not in domain.impl]
+    if missing:
+        out.append(f"declared tools without an implementation: {missing}")
+    undeclared = [n for n in domain.impl if n not in declared]
+    if undeclared:
+        out.append(f"implementations without a declaration: {undeclared}")
+    odd = [k for k in domain.makers if k not in MAKER_KINDS]
+    if odd:
+        out.append(f"makers for unknown kinds {odd}; makers are {list(MAKER_KINDS)}")
+    return out
+
+
+def resolve(spec: str) -> Domain:
+    """The domain named `spec`: a built-in name, or `pkg.module:ATTR` (`pkg.module` alone
+    reads its `DOMAIN`). Raises ValueError saying what is missing."""
+    if spec in DOMAINS:
+        return DOMAINS[spec]
+    if spec in _RESOLVED:
+        return _RESOLVED[spec]
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        if "." not in spec and ":" not in spec:
+            raise ValueError(f"unknown domain {spec!r}; built-in: {', '.join(BUILTIN)}, or a "
+                             "module path pkg.module[:DOMAIN]") from None
+        raise ValueError(f"domain {spec!r}: cannot import {module_name!r} ({err})") from None
+    domain = getattr(module, attr or "DOMAIN", None)
+    if not isinstance(domain, Domain):
+        raise ValueError(f"domain {spec!r}: {module_name}.{attr or 'DOMAIN'} is not a "
+                         "data.envs.Domain (tools, impl, makers)")
+    wrong = problems(domain)
+    if wrong:
+        raise ValueError(f"domain {spec!r}: " + "; ".join(wrong))
+    known = DOMAINS.get(domain.name)
+    if known is not None and known is not domain:
+        raise ValueError(f"domain {spec!r} is named {domain.name!r}, which another domain "
+                         "already uses; give it another name")
+    DOMAINS[domain.name] = _RESOLVED[spec] = domain
+    return domain
+
+
+__all__ = ["BUILTIN", "DOMAINS", "Domain", "ToolError", "problems", "resolve"]
