@@ -8,10 +8,18 @@ A possible answer lists, per expected call, each parameter's acceptable values:
   - the name is equal; every `required` parameter of the function doc is present;
   - every passed parameter exists in the doc and in the possible answer;
   - types follow the doc, with int -> float coercion (a JSON 5 where a float is declared);
-    a value whose type equals the first accepted value's type is compared by equality only;
+    an undeclared type is BFCL's "any", i.e. a string;
+    a value whose type equals the first accepted value's type is compared by equality only,
+    and so is every value when the first accepted value's type differs from the doc's
+    (BFCL's "variable");
+  - list elements are type-checked against the doc's `items` type, or the type of the first
+    element of an accepted list; a non-list accepted value (such as `""`) waives the check;
   - strings compare after deleting spaces and `,./-_*^`, lower-casing, `'` -> `"`;
-    lists compare element-wise in order; dicts key by key against the accepted values;
+    lists compare element-wise in order (`""` accepted also accepts `[]`); dicts key by key
+    against the accepted values;
   - an expected parameter may be absent only when `""` is among its accepted values.
+`tests/test_bfcl_ast_agreement.py` runs this checker and BFCL's own `ast_checker` over every
+shipped single-turn item (gold and perturbed answers) and requires the same verdicts.
 Calls are plain dicts or `Call`s with `name` and `arguments`. Never raises on model output.
 """
 from __future__ import annotations
@@ -21,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _PY_TYPES = {"string": str, "integer": int, "float": float, "number": float, "boolean": bool,
-             "array": list, "tuple": list, "dict": dict, "object": dict}
+             "array": list, "tuple": list, "dict": dict, "object": dict, "any": str}
 _STRIP = re.compile(r"[ ,./\-_*^]")
 _NONE = object()  # "no accepted value" (None itself can be an accepted value)
 
@@ -65,19 +73,41 @@ def _dict_ok(value: dict, accepted: list) -> bool:
     return False
 
 
+def _as_list(c: Any) -> Any:
+    return [] if c == "" else c  # BFCL compares lengths and elements: "" reads as []
+
+
 def _value_ok(value: Any, accepted: list, spec: dict) -> bool:
     if isinstance(value, str):
         return normalise(value) in [normalise(a) for a in accepted if isinstance(a, str)]
     if isinstance(value, list):
+        cands = [_as_list(c) for c in accepted]
         if spec.get("items", {}).get("type") in ("dict", "object"):
             return any(isinstance(c, list) and len(c) == len(value)
                        and all(isinstance(v, dict) and _dict_ok(v, [d]) for v, d in zip(value, c))
-                       for c in accepted)
+                       for c in cands)
         return any(isinstance(c, list) and [_norm(x) for x in value] == [_norm(x) for x in c]
-                   for c in accepted)
+                   for c in cands)
     if isinstance(value, dict):
         return _dict_ok(value, accepted)
     return value in accepted
+
+
+def _items_ok(value: list, accepted: list, spec: dict) -> bool:
+    """BFCL's one-level element check: some accepted value is not a list (the check is
+    waived), or every element has the `items` type or the type of that list's first
+    element (no int -> float coercion inside lists)."""
+    item_type = _PY_TYPES.get(spec.get("items", {}).get("type", "any"))
+    if item_type is None:
+        return True
+    for cand in accepted:
+        if not isinstance(cand, list):
+            return True
+        first = next((a for a in cand if a != ""), _NONE)
+        if all(type(v) is item_type or (first is not _NONE and type(v) is type(first))
+               for v in value):
+            return True
+    return False
 
 
 def check_call(call: Any, expected: dict, functions: list[dict],
@@ -104,6 +134,7 @@ def check_call(call: Any, expected: dict, functions: list[dict],
         spec, accepted = props[key], list(gt_params[key])
         want = _PY_TYPES.get(spec.get("type", "any"))
         first = next((a for a in accepted if a != ""), _NONE)
+        variable = first is not _NONE and type(first) is not want
         if want is not None:
             ok, value = _type_ok(value, want)
             if not ok:
@@ -113,12 +144,12 @@ def check_call(call: Any, expected: dict, functions: list[dict],
                     continue
                 return [f"{gt_name}.{key}: type {type(value).__name__}, expected "
                         f"{spec.get('type')}"]
-            item_type = _PY_TYPES.get(spec.get("items", {}).get("type", "any"))
-            if want is list and item_type is not None and first != "":
-                if not all(_type_ok(v, item_type)[0] for v in value):
-                    return [f"{gt_name}.{key}: an element is not {spec['items']['type']}"]
-                if item_type is float:
-                    value = [float(v) for v in value]
+            if want is list and not _items_ok(value, accepted, spec):
+                return [f"{gt_name}.{key}: an element is not {spec['items'].get('type')}"]
+            if variable:  # the accepted values are not of the doc's type: equality only
+                if value not in accepted:
+                    return [f"{gt_name}.{key}: {value!r} is not one of {accepted!r}"]
+                continue
         if not _value_ok(value, accepted, spec):
             return [f"{gt_name}.{key}: {value!r} is not one of {accepted!r}"]
     for key, accepted in gt_params.items():
