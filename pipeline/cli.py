@@ -73,6 +73,15 @@ def cmd_eval(args) -> int:
     from pipeline.loop import evaluate_model, suites_for
     overrides = [f"sampler.backend={args.backend}"] if args.backend else []
     cfg = config.load(args.config, args.preset, overrides + list(args.overrides or []))
+    if args.bfcl:  # BFCL categories, scored by BFCL's own checkers (gates/bfcl.py)
+        from gates.bfcl import evaluate_model_bfcl
+        from gates.bfcl_report import format_report
+        out = Path(args.out) / "bfcl"
+        print(format_report(evaluate_model_bfcl(cfg, models.resolve(args.model), args.bfcl,
+                                                limit=args.limit, seed=args.seed,
+                                                out_dir=out)))
+        print(f"written: {out}/report.json, report.md, <category>.jsonl")
+        return 0
     if args.suite:
         wanted = args.suite.split(",")
         cfg.canaries.sizes = {k: v for k, v in cfg.canaries.sizes.items() if k in wanted}
@@ -168,6 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config")
     p.add_argument("--preset")
     p.add_argument("-o", "--set", dest="overrides", action="append", metavar="KEY=VALUE")
+    p.add_argument("--bfcl", metavar="CATEGORIES", help="evaluate on BFCL instead: comma list "
+                   "of categories, or all, single_turn, multi_turn")
+    p.add_argument("--limit", type=int, help="with --bfcl: a seeded sample of N items per category")
+    p.add_argument("--seed", type=int, default=0, help="with --bfcl: item sample and sampling seed")
     p.set_defaults(fn=cmd_eval)
 
     p = sub.add_parser("export", help="export a run's promoted model (or a model dir) to GGUF")
