@@ -58,7 +58,7 @@ def params_for(max_tokens: int = 256, temperature: float = 0.0) -> SamplingParam
                           max_tokens=max_tokens, stop=list(STOP))
 
 
-def select(n: int, limit: int | None, seed: int, category: str) -> list[int]:
+def select(n: int, limit: int | None, seed: int | str, category: str) -> list[int]:
     """Indices of a seeded sample of `limit` items out of `n` (all of them without a limit),
     in file order."""
     if limit is None or limit >= n:
