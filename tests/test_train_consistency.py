@@ -8,8 +8,9 @@ from pipeline.models import tiny_model_dir
 from pipeline.training.consistency import (TemplateRoundTripError, assistant_spans,
                                            check_consistency, normalise_messages,
                                            tokenize_conversation)
+from pipeline.training.lora import training_tokenizer
 from pipeline.training.settings import GRPOSettings, LoraSettings, SFTSettings
-from pipeline.training.sft import build_rows, sft_trainer, train_sft, training_tokenizer
+from pipeline.training.sft import build_rows, sft_trainer, train_sft
 
 
 def oracle(task, turn_ids=None) -> Trajectory:

@@ -11,8 +11,8 @@ from pipeline.models import load_model, load_tokenizer, tiny_model_dir
 from pipeline.training.consistency import tokenize_conversation
 from pipeline.training.grpo import (format_reward, make_rollout_func, tool_calls, train_grpo,
                                     unfinished, verifier)
+from pipeline.training.lora import training_tokenizer
 from pipeline.training.settings import GRPOSettings, LoraSettings
-from pipeline.training.sft import training_tokenizer
 
 
 class ScriptedTrainer:

@@ -55,14 +55,28 @@ def _read(path: Path) -> list[dict]:
     return rows
 
 
-def read_log(path: Path) -> list[dict]:
-    return _read(path) if Path(path).exists() else []
+# Each trainer's plot, as `(log key, label)` panels; the first key marks a step row.
+SFT_PANELS = [("loss", "training loss (assistant tokens)")]
+GRPO_PANELS = [("reward", "mean reward"), ("kl", "KL to start model"),
+               ("rewards/tool_calls/mean", "tool calls / trajectory"),
+               ("rewards/unfinished/mean", "unfinished share")]
 
 
-def _plot(rows: list[dict], panels: list[tuple[str, str]], path: Path, title: str) -> Path | None:
+def step_rows(log_path: Path, panels: list[tuple[str, str]]) -> list[dict]:
+    """The log's per-step rows: those carrying the first panel's key (the trainer's closing
+    summary row carries none)."""
+    key = panels[0][0]
+    return [r for r in _read(log_path) if key in r] if Path(log_path).exists() else []
+
+
+def plot_curves(log_path: Path, png: Path, panels: list[tuple[str, str]],
+                title: str) -> Path | None:
+    """One subplot per `(key, label)` panel against step, written atomically to `png`; None
+    when the log has no step rows."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    rows = step_rows(log_path, panels)
     if not rows:
         return None
     fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.2), squeeze=False)
@@ -77,24 +91,9 @@ def _plot(rows: list[dict], panels: list[tuple[str, str]], path: Path, title: st
         ax.grid(alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
-    path = Path(path)
-    tmp = path.with_name(path.stem + ".tmp.png")
+    png = Path(png)
+    tmp = png.with_name(png.stem + ".tmp.png")
     fig.savefig(tmp, dpi=90)
     plt.close(fig)
-    tmp.replace(path)
-    return path
-
-
-def plot_sft(log_path: Path, png: Path) -> Path | None:
-    rows = [r for r in read_log(log_path) if "loss" in r]
-    return _plot(rows, [("loss", "training loss (assistant tokens)")], png, "SFT")
-
-
-GRPO_PANELS = [("reward", "mean reward"), ("kl", "KL to start model"),
-               ("rewards/tool_calls/mean", "tool calls / trajectory"),
-               ("rewards/unfinished/mean", "unfinished share")]
-
-
-def plot_grpo(log_path: Path, png: Path) -> Path | None:
-    rows = [r for r in read_log(log_path) if "reward" in r]
-    return _plot(rows, GRPO_PANELS, png, "GRPO")
+    tmp.replace(png)
+    return png

@@ -25,12 +25,11 @@ from data.environment import DomainEnvironment, Environment
 from data.trajectory import Task
 from data.turns import Conversation, take_turn
 from data.verify import reward as verifier_score
-from pipeline.models import load_model
-from pipeline.training.curves import JsonlLog, plot_grpo, read_log
+from pipeline.training.curves import GRPO_PANELS, JsonlLog
 from pipeline.training.fused_head import score_labelled_positions_only
-from pipeline.training.merge import merge_adapter, save_adapter
+from pipeline.training.lora import (finish, last_checkpoint, load_base, lora_config,
+                                    training_tokenizer)
 from pipeline.training.settings import GRPOSettings
-from pipeline.training.sft import last_checkpoint, lora_config, training_tokenizer
 
 TASK_KEY = "task_id"  # carried on the prompt's system message; the renderer ignores it
 
@@ -217,11 +216,7 @@ def train_grpo(tasks: list[Task], model_dir: Path, out_dir: Path, settings: GRPO
              "task": t.model_dump_json()} for t in tasks]
     dataset = Dataset.from_list(rows)
 
-    if settings.lora.qlora:
-        from pipeline.training.sft import load_base
-        model = load_base(model_dir, settings.lora)
-    else:
-        model = load_model(model_dir, dtype="float32")
+    model = load_base(model_dir, settings.lora)
     ckpt_dir = out_dir / "checkpoints"
     resume, resume_step = last_checkpoint(ckpt_dir)
     log_path = out_dir / "grpo_log.jsonl"
@@ -236,12 +231,8 @@ def train_grpo(tasks: list[Task], model_dir: Path, out_dir: Path, settings: GRPO
     trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - t0
 
-    save_adapter(trainer, out_dir / "adapter")
-    if trainer.accelerator.is_main_process:
-        merge_adapter(model_dir, out_dir / "adapter", out_dir / "model")
-        plot_grpo(log_path, out_dir / "grpo.png")
-    trainer.accelerator.wait_for_everyone()
-    log = [r for r in read_log(log_path) if "reward" in r]
+    log = finish(trainer, model_dir, out_dir, log_path, out_dir / "grpo.png", GRPO_PANELS,
+                 "GRPO")
     steps = trainer.state.global_step - resume_step
 
     def series(key):

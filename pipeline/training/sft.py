@@ -10,57 +10,17 @@ of each assistant turn); system, user and tool-response tokens get label -100.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 
 from data.trajectory import Trajectory
-from pipeline.models import load_model, load_tokenizer
 from pipeline.training.consistency import (TemplateRoundTripError, check_consistency,
-                                           normalise_messages, tokenize_conversation,
-                                           training_template)
-from pipeline.training.curves import JsonlLog, plot_sft, read_log
+                                           normalise_messages, tokenize_conversation)
+from pipeline.training.curves import SFT_PANELS, JsonlLog
 from pipeline.training.fused_head import score_labelled_positions_only
-from pipeline.training.merge import merge_adapter, save_adapter
-from pipeline.training.settings import LoraSettings, SFTSettings
-
-
-def training_tokenizer(model_dir: Path):
-    """The model's tokenizer with the training template, and a pad token distinct from
-    `<|im_end|>` where the vocabulary has one (padding is then countable and never confused
-    with a real end of turn)."""
-    tok = load_tokenizer(model_dir)
-    tok.chat_template = training_template()
-    for cand in ("<|endoftext|>", "<|finetune_right_pad_id|>", "<pad>"):
-        if cand in tok.get_vocab() and cand != tok.eos_token:
-            tok.pad_token = cand
-            break
-    return tok
-
-
-def lora_config(lora: LoraSettings):
-    from peft import LoraConfig
-    return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
-                      target_modules=list(lora.target_modules), bias="none",
-                      task_type="CAUSAL_LM")
-
-
-def load_base(model_dir: Path, lora: LoraSettings):
-    """Full-precision base, or 4-bit NF4 (QLoRA) on CUDA."""
-    if not lora.qlora:
-        return load_model(model_dir, dtype="float32")
-    import torch
-    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
-    if not torch.cuda.is_available():
-        raise RuntimeError("QLoRA needs a CUDA device (bitsandbytes 4-bit); set lora.qlora: false")
-    quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                               bnb_4bit_use_double_quant=True,
-                               bnb_4bit_compute_dtype=torch.bfloat16)
-    import os
-    device = {"": int(os.environ.get("LOCAL_RANK", "0"))}  # one full copy per GPU process
-    return AutoModelForCausalLM.from_pretrained(str(model_dir), quantization_config=quant,
-                                                dtype=torch.bfloat16, use_safetensors=True,
-                                                device_map=device)
+from pipeline.training.lora import (finish, last_checkpoint, load_base, lora_config,
+                                    training_tokenizer)
+from pipeline.training.settings import SFTSettings
 
 
 def build_rows(trajectories: list[Trajectory], tokenizer, max_length: int) -> tuple[list, dict]:
@@ -104,27 +64,6 @@ def sft_config(settings: SFTSettings, ckpt_dir: Path, progress: bool):
         save_steps=settings.save_steps, save_total_limit=2, report_to="none",
         include_num_input_tokens_seen="non_padding", disable_tqdm=not progress,
         dataloader_num_workers=0, use_cpu=not torch.cuda.is_available())
-
-
-def last_checkpoint(ckpt_dir: Path) -> tuple[str | None, int]:
-    """The newest complete checkpoint and its step. A kill during a save leaves a checkpoint
-    without `trainer_state.json` (the trainer writes it last): such a one is deleted, and the
-    run resumes from the one before."""
-    if not ckpt_dir.is_dir():
-        return None, 0
-    done = []
-    for d in ckpt_dir.glob("checkpoint-*"):
-        if not d.name.split("-")[-1].isdigit():
-            continue
-        if (d / "trainer_state.json").exists():
-            done.append(d)
-        else:
-            shutil.rmtree(d, ignore_errors=True)
-    if not done:
-        return None, 0
-    last = max(done, key=lambda d: int(d.name.split("-")[-1]))
-    state = json.loads((last / "trainer_state.json").read_text())
-    return str(last), int(state.get("global_step", 0))
 
 
 def sft_trainer(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
@@ -185,14 +124,10 @@ def train_sft(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
     result = trainer.train(resume_from_checkpoint=info.pop("resume_checkpoint"))
     seconds = time.perf_counter() - t0
 
-    # 4. Adapter, merged model, curve (the merge runs once, on the main process).
-    save_adapter(trainer, out_dir / "adapter")
-    log_path = out_dir / "train_log.jsonl"
-    if trainer.accelerator.is_main_process:
-        merge_adapter(model_dir, out_dir / "adapter", out_dir / "model")
-        plot_sft(log_path, out_dir / "loss.png")
-    trainer.accelerator.wait_for_everyone()
-    losses = [r["loss"] for r in read_log(log_path) if "loss" in r]
+    # 4. Adapter, merged model, curve.
+    log = finish(trainer, model_dir, out_dir, out_dir / "train_log.jsonl",
+                 out_dir / "loss.png", SFT_PANELS, "SFT")
+    losses = [r["loss"] for r in log]
     seen = int(trainer.state.num_input_tokens_seen or 0)
     runtime = result.metrics.get("train_runtime") or 0.0
     return {**info, "steps": trainer.state.global_step, "tokens_seen": seen,
