@@ -1,4 +1,4 @@
-"""The promote decision: a pure function of (candidate eval, baseline eval, thresholds).
+"""The promote decision: a pure function of (candidate eval, baseline eval, gate settings).
 
 Inputs are the dicts `gates.evaluate` writes (`EvalResult.to_dict()`): per suite a content
 hash, a primary metric and per-item values of every metric. Rules, each reported with its
@@ -9,46 +9,16 @@ numbers whether it passed or not:
                  only a relaxed gate may set);
   no-drop        no canary's primary metric fell by more than max(drop_se x SE, drop_abs);
   floor          a canary's primary metric stays at or above its absolute floor.
+The thresholds are the run config's `GateSettings` as they are (defined and checked there).
 `force` promotes anyway; the decision then says so and the report shows it. No I/O here.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from pipeline.config import GateSettings
 
 from .stats import Paired, paired
-
-CANARIES = ("reasoning", "recovery", "single_turn", "multi_turn", "irrelevance")
-DEFAULT_DROP_ABS = 0.02  # absolute tolerance when a canary has no entry in `drop_abs`
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    keep_se: float = 2.0                 # target must improve by >= keep_se paired SEs
-    drop_se: float = 2.0                 # a canary may drop by up to drop_se SEs ...
-    drop_abs: dict[str, float] = field(  # ... or this absolute amount, whichever is larger
-        default_factory=lambda: {c: DEFAULT_DROP_ABS for c in CANARIES})
-    floors: dict[str, float] = field(default_factory=dict)  # absolute minimum per canary
-    relaxed: bool = False                # thresholds loosened (tiny CPU runs); shown in reports
-    allow_tie: bool = False              # target passes at delta >= 0 (relaxed gates only)
-
-    def __post_init__(self):
-        if self.keep_se < 0 or self.drop_se < 0:
-            raise ValueError("thresholds: keep_se and drop_se must be >= 0")
-        if self.allow_tie and not self.relaxed:
-            raise ValueError("thresholds: allow_tie needs relaxed=True (a tie is no evidence of "
-                             "improvement, so reports must show the gate as relaxed)")
-        for name, table in (("drop_abs", self.drop_abs), ("floors", self.floors)):
-            bad = {k: v for k, v in table.items() if not 0 <= float(v) <= 1}
-            if bad:
-                raise ValueError(f"thresholds.{name}: values must lie in [0, 1], got {bad}")
-
-    def tolerance_abs(self, canary: str) -> float:
-        return float(self.drop_abs.get(canary, DEFAULT_DROP_ABS))
-
-    def to_dict(self) -> dict:
-        return {"keep_se": self.keep_se, "drop_se": self.drop_se, "drop_abs": dict(self.drop_abs),
-                "floors": dict(self.floors), "relaxed": self.relaxed,
-                "allow_tie": self.allow_tie}
 
 
 @dataclass(frozen=True)
@@ -67,7 +37,7 @@ class Decision:
     rules: list[Rule]
     target: str              # "canary.metric"
     comparisons: dict[str, dict[str, Paired]]  # canary -> metric -> paired statistics
-    thresholds: Thresholds
+    thresholds: GateSettings
 
     @property
     def passed(self) -> bool:
@@ -97,7 +67,7 @@ def _fmt(x: float) -> str:
     return f"{x:+.3f}"
 
 
-def decide(candidate: dict, baseline: dict, thresholds: Thresholds, target: str,
+def decide(candidate: dict, baseline: dict, thresholds: GateSettings, target: str,
            force: bool = False) -> Decision:
     """Apply every rule; promote when all pass (or when forced)."""
     cand, base = candidate.get("suites", {}), baseline.get("suites", {})

@@ -20,7 +20,8 @@ def _config(args):
 
 
 def cmd_run(args) -> int:
-    from pipeline.config import ROUND_NAMES, dump
+    from pipeline.config import dump
+    from pipeline.loop import GateFailed, planned_rounds, run
     from pipeline.runstore import RunStore
     cfg = _config(args)  # a bad config fails here, before any work
     if args.round is not None and not 1 <= args.round <= 5:
@@ -30,8 +31,7 @@ def cmd_run(args) -> int:
         store_dir = cfg.directory()
         state = RunStore(store_dir).state() if (store_dir / "state.json").exists() else {"rounds": {}}
         print(f"plan for {store_dir}:")
-        for n, name in enumerate(ROUND_NAMES, 1):
-            rs = cfg.rounds[name]
+        for n, name, rs in planned_rounds(cfg):
             if args.round and n != args.round:
                 continue
             st = state["rounds"].get(str(n), {})
@@ -41,7 +41,6 @@ def cmd_run(args) -> int:
                   f" {what:<10} target={rs.target:<12} status={st.get('status', 'pending')}"
                   f" done={done}")
         return 0
-    from pipeline.loop import GateFailed, run
     try:
         summary = run(cfg, only_round=args.round, from_model=args.from_model, force=args.force,
                       progress=not args.no_progress)
@@ -69,8 +68,8 @@ def cmd_report(args) -> int:
 
 
 def cmd_eval(args) -> int:
+    from gates.gate import evaluate_model, suites_for
     from pipeline import config, models
-    from pipeline.loop import evaluate_model, suites_for
     overrides = [f"sampler.backend={args.backend}"] if args.backend else []
     cfg = config.load(args.config, args.preset, overrides + list(args.overrides or []))
     if args.bfcl:  # BFCL categories, scored by BFCL's own checkers (gates/bfcl.py)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -73,14 +73,21 @@ class RoundSettings(Strict):
 
 
 class GateSettings(Strict):
+    """The gate's thresholds, which the promote decision reads as they are, and what a failed
+    gate does to the run (`on_fail`)."""
+    DEFAULT_DROP_ABS: ClassVar[float] = 0.02  # drop tolerance of a canary not in `drop_abs`
+
     keep_se: float = Field(2.0, ge=0, description="target must improve by this many paired SEs")
     drop_se: float = Field(2.0, ge=0, description="no canary may drop by more than this many SEs")
     allow_tie: bool = Field(False, description="target passes at delta >= 0 (relaxed presets "
                                                "only: a random tiny model cannot improve)")
     drop_abs: dict[str, float] = Field(default_factory=dict,
-                                       description="absolute drop tolerance per canary")
+                                       description="absolute drop tolerance per canary "
+                                                   "(default 0.02)")
     floors: dict[str, float] = Field(default_factory=dict, description="absolute floor per canary")
     relaxed: bool = Field(False, description="thresholds relaxed (tiny preset); shown in reports")
+    on_fail: Literal["stop", "skip"] = Field("stop", description="a failed gate stops the run or "
+                                                                 "skips the round")
 
     @model_validator(mode="after")
     def _check(self):
@@ -93,8 +100,17 @@ class GateSettings(Strict):
             raise ValueError("gate.allow_tie needs gate.relaxed: true (it is shown as relaxed "
                              "in every report)")
         return self
-    on_fail: Literal["stop", "skip"] = Field("stop", description="a failed gate stops the run or "
-                                                                 "skips the round")
+
+    def tolerance_abs(self, canary: str) -> float:
+        """How far `canary` may drop whatever its SE: its `drop_abs` entry, else 0.02."""
+        return float(self.drop_abs.get(canary, self.DEFAULT_DROP_ABS))
+
+    def to_dict(self) -> dict:
+        """The thresholds as gate reports record them, every canary's tolerance spelled out."""
+        return {"keep_se": self.keep_se, "drop_se": self.drop_se,
+                "drop_abs": {c: self.tolerance_abs(c) for c in CANARIES},
+                "floors": dict(self.floors), "relaxed": self.relaxed,
+                "allow_tie": self.allow_tie}
 
 
 class CanarySettings(Strict):

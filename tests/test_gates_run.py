@@ -8,8 +8,9 @@ from data.trajectory import Trajectory
 from gates.canaries import build_suites
 from gates.evaluate import evaluate, load_eval
 from gates.html import write_run_report
-from gates.promote import Thresholds, decide
+from gates.promote import decide
 from gates.report import summary_table, write_gate_report
+from pipeline.config import GateSettings
 from pipeline.sampling import SamplingParams, make_backend
 
 SIZES = {"reasoning": 2, "recovery": 2, "single_turn": 2, "multi_turn": 2, "irrelevance": 2}
@@ -49,7 +50,7 @@ def test_gate_run_on_tiny_model_writes_all_reports(tmp_path, tiny_model):
     # same model, same seeds (the seed round is fixed): identical per-item values -> a tie
     assert c["suites"] == b["suites"]
 
-    d = decide(c, b, Thresholds(relaxed=True), target="multi_turn")
+    d = decide(c, b, GateSettings(relaxed=True), target="multi_turn")
     assert not d.promote and [r.name for r in d.failures()] == ["target"]
     json_path, md_path = write_gate_report(run / "round-1-grounding" / "gate", d, c, b,
                                            {"round": 1, "name": "grounding",

@@ -3,7 +3,8 @@ import math
 
 import pytest
 
-from gates.promote import Thresholds, decide
+from gates.promote import decide
+from pipeline.config import GateSettings
 
 PRIMARY = {"multi_turn": "success", "single_turn": "exact", "reasoning": "accuracy"}
 
@@ -32,7 +33,7 @@ def test_clear_win_promotes():
     cand = report(multi_turn=[1, 1, 1, 1, 1, 0, 1, 1, 1, 1],
                   single_turn=[1, 1, 0, 1, 1, 0, 1, 1, 1, 0],
                   reasoning=[0.5, 0.5, 0.0, 1.0, 0.5, 0.5, 0.0, 0.5, 1.0, 0.5])
-    d = decide(cand, BASE, Thresholds(), target="multi_turn")
+    d = decide(cand, BASE, GateSettings(), target="multi_turn")
     # multi_turn d = [1,1,0,1,0,0,1,1,0,1]: mean 0.6, var = (6*0.16 + 4*0.36)/9 = 2.4/9,
     # SE = sqrt(2.4/9/10) = 0.1633; needs 2 x 0.1633 = 0.3266 <= 0.6
     t = rules(d, "target")[0]
@@ -46,7 +47,7 @@ def test_clear_win_promotes():
 
 
 def test_tie_does_not_promote():
-    d = decide(BASE, BASE, Thresholds(), target="multi_turn.success")
+    d = decide(BASE, BASE, GateSettings(), target="multi_turn.success")
     t = rules(d, "target")[0]
     assert not t.passed and not d.promote
     assert "delta +0.000" in t.detail and "needs > 0" in t.detail
@@ -57,7 +58,7 @@ def test_small_gain_within_noise_does_not_promote():
     cand = report(multi_turn=[1, 0, 1, 0, 1, 0, 0, 0, 1, 1],  # one more success, one flipped
                   single_turn=[1, 1, 0, 1, 1, 0, 1, 1, 1, 0],
                   reasoning=[0.5, 0.5, 0.0, 1.0, 0.5, 0.5, 0.0, 0.5, 1.0, 0.5])
-    d = decide(cand, BASE, Thresholds(), target="multi_turn")
+    d = decide(cand, BASE, GateSettings(), target="multi_turn")
     # d = [1,0,0,0,0,0,0,0,0,1] -> mean 0.2, SE = sqrt((2*0.64 + 8*0.04)/9/10) = 0.1333
     p = d.comparisons["multi_turn"]["success"]
     assert p.se == pytest.approx(math.sqrt(1.6 / 90))
@@ -69,7 +70,7 @@ def test_regression_on_another_canary_blocks():
     cand = report(multi_turn=[1] * 10,
                   single_turn=[0, 0, 0, 1, 0, 0, 1, 0, 0, 0],   # 0.7 -> 0.2
                   reasoning=[0.5, 0.5, 0.0, 1.0, 0.5, 0.5, 0.0, 0.5, 1.0, 0.5])
-    d = decide(cand, BASE, Thresholds(), target="multi_turn")
+    d = decide(cand, BASE, GateSettings(), target="multi_turn")
     assert rules(d, "target")[0].passed
     drop = next(r for r in rules(d, "no-drop") if r.canary == "single_turn")
     # d = [-1,-1,0,0,-1,0,0,-1,-1,0]: mean -0.5, var = 10*0.25/9, SE = sqrt(2.5/90) = 0.1667
@@ -85,8 +86,8 @@ def test_absolute_tolerance_wins_when_se_is_small():
                   reasoning=[0.4, 0.4, 0.0, 1.0, 0.5, 0.5, 0.0, 0.5, 1.0, 0.5])
     # reasoning d = [-0.1, -0.1, 0 ...]: mean -0.02; SE = sqrt((2*0.0064 + 8*0.0004)/9/10)=0.0133
     # 2 SE = 0.0267 > abs 0.02 -> passes; with drop_se=0 and drop_abs 0.01 it fails
-    assert decide(cand, BASE, Thresholds(), "multi_turn").promote
-    strict = Thresholds(drop_se=0.0, drop_abs={"reasoning": 0.01})
+    assert decide(cand, BASE, GateSettings(), "multi_turn").promote
+    strict = GateSettings(drop_se=0.0, drop_abs={"reasoning": 0.01})
     d = decide(cand, BASE, strict, "multi_turn")
     bad = d.failures()
     assert [(r.name, r.canary) for r in bad] == [("no-drop", "reasoning")]
@@ -96,7 +97,7 @@ def test_absolute_tolerance_wins_when_se_is_small():
 def test_floor_breach_blocks_and_force_promotes_anyway():
     cand = report(multi_turn=[1] * 10, single_turn=[1, 1, 0, 1, 1, 0, 1, 1, 1, 0],
                   reasoning=[0.5, 0.5, 0.0, 1.0, 0.5, 0.5, 0.0, 0.5, 1.0, 0.5])
-    th = Thresholds(floors={"reasoning": 0.6, "single_turn": 0.5})
+    th = GateSettings(floors={"reasoning": 0.6, "single_turn": 0.5})
     d = decide(cand, BASE, th, "multi_turn")
     floors = {r.canary: r for r in rules(d, "floor")}
     assert not floors["reasoning"].passed and floors["single_turn"].passed
@@ -109,36 +110,36 @@ def test_floor_breach_blocks_and_force_promotes_anyway():
 def test_changed_suite_is_not_compared():
     cand = report(multi_turn=[1] * 10, single_turn=[1] * 10, reasoning=[1.0] * 10)
     cand["suites"]["single_turn"]["hash"] = "other"
-    d = decide(cand, BASE, Thresholds(), "multi_turn")
+    d = decide(cand, BASE, GateSettings(), "multi_turn")
     bad = [r for r in d.failures()]
     assert [(r.name, r.canary) for r in bad] == [("same-items", "single_turn")]
     assert "hash differs" in bad[0].detail and not d.promote
 
 
 def test_unknown_target_fails_with_names():
-    d = decide(BASE, BASE, Thresholds(), "recovery")
+    d = decide(BASE, BASE, GateSettings(), "recovery")
     t = rules(d, "target")[0]
     assert not t.passed and "multi_turn" in t.detail
 
 
 def test_thresholds_reject_nonsense():
     with pytest.raises(ValueError, match="keep_se"):
-        Thresholds(keep_se=-1)
+        GateSettings(keep_se=-1)
     with pytest.raises(ValueError, match="floors"):
-        Thresholds(floors={"reasoning": 2.0})
+        GateSettings(floors={"reasoning": 2.0})
 
 
 def test_different_k_is_refused():
     cand = report(multi_turn=[1] * 10, single_turn=[1] * 10, reasoning=[1.0] * 10)
     cand["k"] = 4
-    d = decide(cand, BASE, Thresholds(), "multi_turn")
+    d = decide(cand, BASE, GateSettings(), "multi_turn")
     assert [r.name for r in d.failures()] == ["same-items"]
     assert "k=1, candidate k=4" in d.failures()[0].detail
 
 
 def test_allow_tie_only_on_a_relaxed_gate():
-    with pytest.raises(ValueError, match="allow_tie needs relaxed"):
-        Thresholds(allow_tie=True)
-    d = decide(BASE, BASE, Thresholds(relaxed=True, allow_tie=True), "multi_turn")
+    with pytest.raises(ValueError, match="allow_tie needs gate.relaxed"):
+        GateSettings(allow_tie=True)
+    d = decide(BASE, BASE, GateSettings(relaxed=True, allow_tie=True), "multi_turn")
     assert d.promote and "ties allowed: relaxed" in rules(d, "target")[0].detail
     assert d.to_dict()["thresholds"]["allow_tie"] is True

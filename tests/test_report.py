@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from gates.html import write_run_report
-from gates.promote import Thresholds, decide
+from gates.promote import decide
 from gates.report import summary_table, write_gate_report
+from pipeline.config import GateSettings
 
 PRIMARY = {"multi_turn": "success", "single_turn": "exact", "irrelevance": "no_call"}
 
@@ -47,8 +48,8 @@ def make_run(root: Path) -> Path:
     run = root / "demo-run"
     baseline = BASE
     for n, ((cand, relaxed, force), name) in enumerate(zip(ROUNDS, NAMES), 1):
-        th = Thresholds(keep_se=0.5 if relaxed else 2.0, relaxed=relaxed,
-                        floors={"irrelevance": 0.5})
+        th = GateSettings(keep_se=0.5 if relaxed else 2.0, relaxed=relaxed,
+                          floors={"irrelevance": 0.5})
         d = decide(cand, baseline, th, target="multi_turn", force=force)
         rdir = run / f"round-{n}-{name}"
         write_gate_report(rdir / "gate", d, cand, baseline, {"round": n, "name": name})

@@ -9,6 +9,7 @@ Engines are imported only when a backend is built, so importing this package is 
 from __future__ import annotations
 
 import importlib.util
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -60,5 +61,20 @@ def default_backend() -> str:
     return "vllm" if importlib.util.find_spec("vllm") is not None else "transformers"
 
 
+def backend_opener(sampler) -> Callable:
+    """`open_backend(model_dir)`, a context manager yielding the backend that `sampler` (a run
+    config's sampler settings; backend `auto` is `default_backend()`) names, closed on exit.
+    Rounds and gates start one engine per model through it."""
+    @contextmanager
+    def open_backend(model_dir: Path):
+        name = default_backend() if sampler.backend == "auto" else sampler.backend
+        backend = make_backend(name, model_dir, **sampler.options)
+        try:
+            yield backend
+        finally:
+            backend.close()
+    return open_backend
+
+
 __all__ = ["Backend", "BackendError", "Completion", "SamplingParams", "BACKENDS",
-           "make_backend", "available_backends", "default_backend"]
+           "make_backend", "available_backends", "default_backend", "backend_opener"]

@@ -1,0 +1,86 @@
+"""A round's gate: the run's canary suites, one model's evaluation on them, and the gate step
+(baseline and candidate evaluated on the same suites -> the promote decision -> report).
+
+The baseline's evaluation is reused from its own directory once it exists, so each promoted
+model is evaluated once however many rounds it gates.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.config import RunConfig
+from pipeline.sampling import backend_opener
+from pipeline.sampling.base import SamplingParams
+
+from .canaries import Suite, bfcl_suite, build_suites, gsm8k_suite
+from .evaluate import evaluate, finished
+from .promote import Decision, decide
+from .report import write_gate_report
+
+log = logging.getLogger("toolsmith")
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """What a round's gate hands the loop."""
+    decision: Decision
+    candidate_eval: Path     # the candidate's evaluation (the next baseline's, if promoted)
+    report: Path             # report.md beside report.json
+
+    @property
+    def reasons(self) -> list[str]:
+        """The failed rules, in words."""
+        return [r.detail for r in self.decision.failures()]
+
+
+def suites_for(cfg: RunConfig) -> list[Suite]:
+    """The built-in canaries at the configured sizes, plus each extra BFCL / GSM8K file."""
+    suites = build_suites(cfg.canaries.sizes, cfg.canaries.version)
+    for f in cfg.canaries.files:
+        p = Path(f)
+        suites.append(gsm8k_suite(p.stem, p) if "gsm" in p.name.lower() else bfcl_suite(p.stem, p))
+    return suites
+
+
+def evaluate_model(cfg: RunConfig, model_dir: Path, out_dir: Path, suites: list[Suite],
+                   progress: bool = True, meta: dict | None = None) -> dict:
+    """`model_dir` evaluated on `suites` with the canary sampling settings, written to
+    `out_dir`; a finished evaluation there with the same settings is returned as it is."""
+    c = cfg.canaries
+    params = SamplingParams(temperature=c.temperature, top_p=1.0 if c.temperature == 0 else 0.95,
+                            max_tokens=c.max_new_tokens)
+    done = finished(suites, k=c.k, params=params, out_dir=out_dir,
+                    max_context_tokens=cfg.sampler.max_context_tokens)
+    if done is not None:  # no engine start
+        return done.to_dict()
+    with backend_opener(cfg.sampler)(model_dir) as backend:
+        res = evaluate(backend, suites, k=c.k, params=params, out_dir=out_dir,
+                       max_context_tokens=cfg.sampler.max_context_tokens, progress=progress,
+                       meta={"model": str(model_dir), **(meta or {})})
+    return res.to_dict()
+
+
+def gate_round(cfg: RunConfig, suites: list[Suite], baseline: dict, candidate: Path,
+               gate_dir: Path, *, round_no: int, name: str, target: str, started: float,
+               force: bool = False, progress: bool = True) -> GateResult:
+    """Gate round `round_no`'s `candidate` model against `baseline` (the promoted record:
+    round, model, eval_dir) with `cfg.gate` and the round's `target`; writes
+    `gate_dir/report.{json,md}`. `started` (perf_counter) is when the round began."""
+    t0 = time.perf_counter()
+    base_eval = evaluate_model(cfg, Path(baseline["model"]), Path(baseline["eval_dir"]), suites,
+                               progress, meta={"role": "baseline", "round": baseline["round"]})
+    cand_dir = gate_dir / "candidate"
+    cand_eval = evaluate_model(cfg, candidate, cand_dir, suites, progress,
+                               meta={"role": "candidate", "round": round_no})
+    decision = decide(cand_eval, base_eval, cfg.gate, target, force=force)
+    log.info("round %d %s: gate evaluated in %.0f s: %s", round_no, name,
+             time.perf_counter() - t0, "pass" if decision.passed else "FAIL")
+    meta = {"round": round_no, "name": name, "target": target,
+            "baseline_model": baseline["model"], "candidate_model": str(candidate),
+            "relaxed": cfg.gate.relaxed, "forced": force,
+            "wall_s": round(time.perf_counter() - started, 1)}
+    _, md = write_gate_report(gate_dir, decision, cand_eval, base_eval, meta)
+    return GateResult(decision, cand_dir, md)
