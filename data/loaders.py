@@ -4,8 +4,9 @@ possible-answer files, GSM8K-style math. Everything becomes the project's own re
 Sources are local files (JSON Lines, or one JSON array) or, where a network exists,
 `hub:<dataset>[:<config>][@<split>]` read through `datasets`. Hermes rows become
 `Trajectory`s (source "dataset") for training; BFCL and GSM8K rows become `Task`s for canary
-suites. A row that cannot be converted raises `DataError` naming file:line and what is wrong,
-unless `skip_bad=True`, in which case it is left out and named in `Loaded.skipped`.
+suites. A row that cannot be converted (or a line that is not JSON) raises `DataError` naming
+file:line and what is wrong, unless `skip_bad=True`, in which case it is left out and named in
+`Loaded.skipped`: one bad row never costs the good ones.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ HUB = "hub:"
 class Loaded:
     items: list
     skipped: list[str] = field(default_factory=list)  # "file:line: reason" of rows left out
+    origins: list[str] = field(default_factory=list)  # "file:line" each item came from
 
 
 # ------------------------------------------------------------------------------ raw rows
@@ -48,24 +50,34 @@ def _hub_rows(source: str) -> Iterator[tuple[str, dict]]:
         yield f"{source}#{i}", dict(row)
 
 
-def rows(source: str | Path, limit: int | None = None) -> Iterator[tuple[str, dict]]:
-    """(where, row) pairs from a JSONL file, a JSON array file, or `hub:` dataset."""
-    it = _hub_rows(str(source)) if str(source).startswith(HUB) else _file_rows(Path(source))
+def rows(source: str | Path, limit: int | None = None,
+         bad: list[str] | None = None) -> Iterator[tuple[str, dict]]:
+    """(where, row) pairs from a JSONL file, a JSON array file, or `hub:` dataset. A line that
+    is not JSON raises DataError, or, when a `bad` list is given, is named there and skipped."""
+    it = (_hub_rows(str(source)) if str(source).startswith(HUB)
+          else _file_rows(Path(source), bad))
     for n, pair in enumerate(it):
         if limit is not None and n >= limit:
             return
         yield pair
 
 
-def _file_rows(path: Path) -> Iterator[tuple[str, dict]]:
+def _file_rows(path: Path, bad: list[str] | None = None) -> Iterator[tuple[str, dict]]:
     if not path.exists():
         raise DataError(f"{path}: file not found")
+
+    def broken(msg: str) -> None:
+        if bad is None:
+            raise DataError(msg + "; fix or delete that line")
+        bad.append(msg)
+
     text = path.read_text(encoding="utf-8")
     if text.lstrip().startswith("["):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
-            raise DataError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+            broken(f"{path}: not valid JSON ({err.msg} at line {err.lineno})")
+            return
         for i, row in enumerate(data):
             yield f"{path}[{i}]", row
         return
@@ -73,19 +85,21 @@ def _file_rows(path: Path) -> Iterator[tuple[str, dict]]:
         if not line.strip():
             continue
         try:
-            yield f"{path}:{lineno}", json.loads(line)
+            row = json.loads(line)
         except json.JSONDecodeError as err:
-            raise DataError(f"{path}:{lineno}: not valid JSON ({err.msg} at column "
-                            f"{err.colno}); fix or delete that line") from None
+            broken(f"{path}:{lineno}: not valid JSON ({err.msg} at column {err.colno})")
+            continue
+        yield f"{path}:{lineno}", row
 
 
 def _convert_all(source, limit, convert, skip_bad: bool) -> Loaded:
     out = Loaded([])
-    for where, row in rows(source, limit):
+    for where, row in rows(source, limit, out.skipped if skip_bad else None):
         try:
             if not isinstance(row, dict):
                 raise ValueError("row is not a JSON object")
             out.items.append(convert(row, where))
+            out.origins.append(where)
         except (ValueError, KeyError, TypeError, SyntaxError) as err:
             msg = f"{where}: {err if not isinstance(err, KeyError) else f'missing field {err}'}"
             if not skip_bad:
@@ -278,17 +292,21 @@ def _as_tools(raw: Any) -> list[dict]:
 
 
 def _canonical_calls(text: str) -> tuple[str, int]:
-    """Rewrite every <tool_call> block in the canonical JSON form; returns (text, n calls)."""
+    """Rewrite every <tool_call> block in the canonical JSON form; returns (text, n calls).
+    A block that is not a call (bad JSON, no name) stays as written, for `parse` to name."""
     n = 0
 
     def one(m: re.Match) -> str:
         nonlocal n
-        obj = _literal(m.group(1))
-        if not isinstance(obj, dict) or "name" not in obj:
-            raise ValueError("a <tool_call> block lacks a 'name'")
-        args = obj.get("arguments", {})
-        args = _literal(args) if isinstance(args, str) else args
         n += 1
+        try:
+            obj = _literal(m.group(1))
+            args = obj.get("arguments", {}) if isinstance(obj, dict) else None
+            args = _literal(args) if isinstance(args, str) else args
+        except (ValueError, SyntaxError, TypeError):
+            return m.group(0)
+        if args is None or not isinstance(obj.get("name"), str):
+            return m.group(0)
         return format_call(obj["name"], args)
     return _BLOCK.sub(one, text).strip(), n
 
@@ -300,11 +318,15 @@ def _hermes_trajectory(row: dict, where: str) -> Trajectory:
     tools = _as_tools(row["tools"]) if row.get("tools") else []
     messages: list[dict] = []
     call_turns, max_calls, errors = 0, 0, []
-    for t in turns:
+    for i, t in enumerate(turns):
+        if not isinstance(t, dict):
+            raise ValueError(f"turn {i} is not an object")
         role = _ROLE.get(t.get("from", t.get("role")))
         content = t.get("value", t.get("content")) or ""
         if role is None:
             raise ValueError(f"unknown speaker {t.get('from', t.get('role'))!r}")
+        if not isinstance(content, str):
+            raise ValueError(f"turn {i}: the content is not text")
         if role == "system":
             found = [b for b in _TOOLS.findall(content) if b.strip()]  # skips "<tools></tools>"
             if found and not tools:
@@ -314,7 +336,9 @@ def _hermes_trajectory(row: dict, where: str) -> Trajectory:
                              "content": DEFAULT_SYSTEM if found else content.strip()})
         elif role == "assistant":
             for call in t.get("tool_calls") or []:  # OpenAI form: calls beside the content
-                fn = call.get("function", call)
+                fn = call.get("function", call) if isinstance(call, dict) else None
+                if not isinstance(fn, dict):
+                    raise ValueError(f"turn {i}: a tool call is not an object")
                 args = fn.get("arguments", {})
                 content += ("\n" if content else "") + format_call(
                     fn["name"], _literal(args) if isinstance(args, str) else args)
@@ -346,11 +370,13 @@ def _hermes_trajectory(row: dict, where: str) -> Trajectory:
 
 
 def load_hermes(source: str | Path, limit: int | None = None, skip_bad: bool = False) -> Loaded:
-    """Hermes function-calling conversations ({"conversations": [{"from", "value"}], "tools"})
-    or OpenAI-form rows ({"messages": [...], "tools": [...]}) -> Trajectories.
+    """Hermes / ShareGPT function-calling conversations ({"conversations": [{"from",
+    "value"}], "tools"}) or OpenAI-form rows ({"messages": [...], "tools": [...]}) ->
+    Trajectories.
 
     Calls are rewritten in the canonical `<tool_call>` JSON form, tool responses unwrapped
     (the template wraps them again), the tool list moves out of the system prompt. Calls that
-    do not match the declared tools are kept and listed in `parse_errors` for the filters.
+    do not match the declared tools are kept and listed in `parse_errors`; whether a row may
+    train is `data.teacher`'s decision, not the loader's.
     """
     return _convert_all(source, limit, _hermes_trajectory, skip_bad)

@@ -15,11 +15,15 @@ round, a misspelt `temprature`) fails when the config loads, naming the round an
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from data import envs
+from data.jsonl import DataError
+from data.loaders import HUB
+from data.taskfile import load_task_files
 from data.tasks import CANARY_KINDS, KINDS, makers_for, validate_domain
 from pipeline.training.settings import GRPOSettings, SFTSettings
 
@@ -34,11 +38,27 @@ class Strict(BaseModel):
 
 
 class Teacher(Strict):
-    file: str | None = Field(None, description="JSONL of Hermes-format conversations to mix in")
+    file: str | None = Field(None, description="teacher traces to mix in: JSONL (or a JSON "
+                                               "array) of Hermes / ShareGPT `conversations` or "
+                                               "OpenAI `messages` rows, or hub:<dataset>")
+    verify: Literal["execute", "schema", "trust"] = Field(
+        "schema", description="what a row of `file` must pass to train: execute (re-run its "
+                              "calls in its task's or the built-in domains' environment, "
+                              "results must agree, the answer is verified), schema (declared "
+                              "tools, schema-valid arguments, well-formed turns) or trust "
+                              "(well-formed turns; counted as trusted, not verified)")
     endpoint: str | None = Field(None, description="OpenAI-compatible base URL of a teacher model")
     model: str | None = Field(None, description="teacher model name at the endpoint")
     api_key_env: str | None = Field(None, description="environment variable holding the API key")
     k: int = Field(1, ge=1, description="teacher samples per task")
+
+    @field_validator("file")
+    @classmethod
+    def _file_exists(cls, path: str | None) -> str | None:
+        """A missing file fails when the config loads, not after the round has sampled."""
+        if path and not path.startswith(HUB) and not Path(path).is_file():
+            raise ValueError(f"{path}: teacher file not found")
+        return path
 
 
 class FilterSettings(Strict):
@@ -96,8 +116,22 @@ class SampledRoundSettings(RoundSettings):
     max_new_tokens: int = Field(192, ge=8, description="tokens per assistant turn")
     require_plan: bool = Field(False, description="filter demands a <think> plan before calls")
     oracle: bool = Field(False, description="add the tasks' oracle demonstrations")
+    task_files: list[str] = Field(default_factory=list,
+                                  description="JSONL task files read beside the generated "
+                                              "tasks (instead of them with tasks: {}); "
+                                              "format: data/taskfile.py")
     filter: FilterSettings = Field(default_factory=FilterSettings)
     sft: SFTSettings = Field(default_factory=SFTSettings)
+
+    @model_validator(mode="after")
+    def _check_task_files(self):
+        """Every row of every task file valid now (after `domains` registered user domains),
+        not after sampling; the error names file, line and field."""
+        try:
+            load_task_files(self.task_files)
+        except DataError as err:
+            raise ValueError(f"task_files: {err}") from None
+        return self
 
 
 class GroundingSettings(SampledRoundSettings):

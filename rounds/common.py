@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Callable
 
 from data import filters, jsonl, tasks as taskgen
+from data.taskfile import load_task_files
+from data.teacher import TeacherTraces, load_teacher
 from data.trajectory import Task, Trajectory
 from data.verify import verify
 from pipeline.config import RunConfig
@@ -60,10 +62,12 @@ class RoundContext:
 
 def make_tasks(ctx: RoundContext, step: str = "tasks", namespace: str | None = None,
                kinds: dict[str, int] | None = None) -> list[Task]:
-    """Generate the round's tasks, decontaminated against every canary prompt.
+    """Generate the round's tasks and read its task files (`task_files`), all
+    decontaminated against every canary prompt.
 
     Domains cycle task by task (`domain_cycle`). Generators draw more items than asked when
-    some collide with a canary, so the round gets the count it was configured for."""
+    some collide with a canary, so the round gets the count it was configured for; a task
+    file's row is used as written, or dropped when it collides."""
     path = ctx.dir / f"{step}.jsonl"
     if ctx.step_done(step):
         return jsonl.read_all(path, Task)
@@ -84,8 +88,16 @@ def make_tasks(ctx: RoundContext, step: str = "tasks", namespace: str | None = N
                     continue
                 got.append(t)
             out += got
+    info = {}
+    files = getattr(s, "task_files", [])
+    if files:  # validated when the config loaded; read again here, so an edit since fails now
+        clean, report = filters.decontaminate(load_task_files(files), ctx.decontaminator,
+                                              prompt_of=lambda t: t.prompt)
+        out += clean
+        dropped += report.seen - report.kept
+        info["from_files"] = report.kept
     jsonl.write_atomic(path, out)
-    ctx.mark(step, tasks=len(out), decontaminated=dropped)
+    ctx.mark(step, tasks=len(out), decontaminated=dropped, **info)
     log.info("%s: %d tasks (%d dropped by decontamination)", step, len(out), dropped)
     return out
 
@@ -126,12 +138,16 @@ def sample(ctx: RoundContext, task_list: list[Task], model_dir: Path, step: str 
 
 
 def teacher_trajectories(ctx: RoundContext, task_list: list[Task]) -> list[Trajectory]:
-    """Optional teacher traces: a Hermes-format file, and/or an OpenAI-compatible endpoint."""
+    """Optional teacher traces: a Hermes / ShareGPT / OpenAI-messages file, every row checked
+    as `teacher.verify` says (drops counted by reason, file and line, never raised), and/or
+    an OpenAI-compatible endpoint (its rollouts are executed and verified like samples)."""
     t = ctx.settings.teacher
     out: list[Trajectory] = []
     if t.file:
-        from data.loaders import load_hermes
-        out += load_hermes(t.file).items
+        traces = load_teacher(t.file, t.verify, task_list, round_no=ctx.number,
+                              require_plan=ctx.settings.require_plan)
+        record_teacher(ctx, traces)
+        out += traces.kept
     if t.endpoint:
         from contextlib import closing
 
@@ -148,6 +164,25 @@ def teacher_trajectories(ctx: RoundContext, task_list: list[Task]) -> list[Traje
             tr.source = "teacher"
         out += trajs
     return out
+
+
+def record_teacher(ctx: RoundContext, traces: TeacherTraces) -> None:
+    """The teacher file's counts into the round's stats and state; every dropped row, named
+    by file and line, into `teacher_dropped.txt`."""
+    stats = traces.stats()
+    if traces.dropped:
+        drops = ctx.dir / "teacher_dropped.txt"
+        jsonl.write_text_atomic(drops, "".join(f"{line}\n" for _, line in traces.dropped))
+        stats["dropped_list"] = str(drops)
+    ctx.stats["teacher"] = stats
+    ctx.mark("teacher", read=stats["read"], kept=stats["kept"], dropped=stats["dropped"],
+             verify=traces.mode, why=stats["why"])
+    log.info("teacher %s (verify: %s): %d read, %d kept (%s), %d dropped %s", traces.source,
+             traces.mode, stats["read"], stats["kept"], stats["kept_as"], stats["dropped"],
+             stats["why"])
+    if traces.dropped:
+        log.warning("teacher: %d row(s) dropped, e.g. %s (all of them: %s)",
+                    len(traces.dropped), traces.dropped[0][1], stats["dropped_list"])
 
 
 def accept(ctx: RoundContext, rows: list[Trajectory], step: str = "accepted",

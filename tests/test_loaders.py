@@ -69,6 +69,28 @@ def test_hermes_bad_row_is_an_error_naming_the_line():
         load_hermes(HERE / "hermes_sample.jsonl")
 
 
+def test_hermes_broken_lines_and_calls_never_sink_the_good_rows(tmp_path):
+    good = HERE.joinpath("hermes_sample.jsonl").read_text().splitlines()[:2]
+    odd = {"id": "odd", "conversations": [
+        {"from": "human", "value": "Price of AAPL?"},
+        {"from": "gpt", "value": "<tool_call>\n{'name': 'get_stock_price', 'arguments': {\n"
+                                 "</tool_call>"},
+        {"from": "tool", "value": "{}"}, {"from": "gpt", "value": "Done."}]}
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join([good[0], '{"id": "cut", "conversa', json.dumps(odd), good[1],
+                               json.dumps({"conversations": ["hi"]})]) + "\n")
+    loaded = load_hermes(path, skip_bad=True)
+    assert [t.id for t in loaded.items] == ["hermes-h1", "hermes-odd", "hermes-h2"]
+    assert loaded.origins == [f"{path}:1", f"{path}:3", f"{path}:4"]
+    assert [s.split(": ", 1)[0] for s in loaded.skipped] == [f"{path}:2", f"{path}:5"]
+    assert "not valid JSON" in loaded.skipped[0] and "turn 0 is not an object" in loaded.skipped[1]
+    odd_call = {t.id: t for t in loaded.items}["hermes-odd"]  # kept as written, named by parse
+    assert odd_call.messages[2]["content"].startswith("<tool_call>\n{'name'")
+    assert odd_call.parse_errors and "malformed JSON" in odd_call.parse_errors[0]
+    with pytest.raises(DataError, match=r"mixed.jsonl:2: not valid JSON"):
+        load_hermes(path)
+
+
 def test_hub_source_without_network_says_what_to_do(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
