@@ -82,3 +82,18 @@ def test_cli_eval_bfcl(tiny_model, tmp_path, capsys):
     report = json.loads((tmp_path / "bfcl" / "report.json").read_text())
     assert report["seed"] == 1 and report["max_context_tokens"] == 8192
     assert main(["eval", "tiny:64", "--bfcl", "nonsense", "--preset", "tiny"]) == 2
+
+
+def test_wilson_interval_and_published_columns():
+    from gates.bfcl_report import published, wilson
+    # 0 of 5: centre = (z^2/2n)/(1+z^2/n) = 0.38416/1.76832 = 0.21724, half the same -> [0, 0.4345]
+    lo, hi = wilson(0, 5)
+    assert lo == 0.0 and hi == pytest.approx(0.4345, abs=1e-4)
+    # 2 of 10: p=0.2, den=1.38416, centre=0.39208/1.38416=0.28326, half=0.22657
+    lo, hi = wilson(2, 10)
+    assert (lo, hi) == (pytest.approx(0.0567, abs=1e-4), pytest.approx(0.5098, abs=1e-4))
+    base = published("multi_turn_base")
+    assert base["scores"]["xLAM-2-1b-fc-r"] == 45.5 and base["scores"]["Qwen3-0.6B (FC)"] is None
+    assert published("live_parallel")["column"] == "live"
+    assert published("live_irrelevance")["column"] is None
+    assert {published(c)["bfcl_version"] for c in ("simple_python", "irrelevance")} == {"BFCL v4"}
