@@ -129,7 +129,9 @@ def load_multi_turn(category: str) -> list[MultiTurnEntry]:
     for row in _lines(question_file(category)):
         docs = []
         for cls in row["involved_classes"]:
-            docs += copy.deepcopy(docs_cache.setdefault(cls, _class_docs(cls)))
+            if cls not in docs_cache:
+                docs_cache[cls] = _class_docs(cls)
+            docs += copy.deepcopy(docs_cache[cls])
         held: dict[int, list[dict]] = {}
         for turn, names in (row.get("missed_function") or {}).items():
             held[int(turn)] = [d for d in docs if d["name"] in names]
