@@ -20,7 +20,7 @@ from pipeline.rollout import rollout
 from pipeline.sampling.base import CALL_STOP, Completion, SamplingParams
 from pipeline.training.grpo import TASK_KEY, make_rollout_func, verifier
 from pipeline.training.settings import GRPOSettings
-from pipeline.training.sft import training_tokenizer
+from pipeline.training.lora import training_tokenizer
 
 ASSISTANT = f"{IM_START}assistant\n"
 
