@@ -1,6 +1,6 @@
 """Laptop inference: chat with an exported GGUF through llama.cpp, built-in tools run for real.
 
-    chat(Path("runs/default/round-5-rl/export/model-Q6_K.gguf"),
+    chat(Path("runs/default/round-5-rl-polish/export/model-Q6_K.gguf"),
          prompt="What's the weather in Paris?")
 
 Each assistant turn is generated with the project's own render (the same ChatML + Hermes

@@ -24,8 +24,8 @@ def cmd_run(args) -> int:
     from pipeline.loop import GateFailed, planned_rounds, run
     from pipeline.runstore import RunStore
     cfg = _config(args)  # a bad config fails here, before any work
-    if args.round is not None and not 1 <= args.round <= 5:
-        raise SystemExit("--round takes 1..5")
+    if args.round is not None and not 1 <= args.round <= len(cfg.rounds):
+        raise SystemExit(f"--round takes 1..{len(cfg.rounds)} (the rounds of this config)")
     if args.dry_run:
         print(dump(cfg))
         store_dir = cfg.directory()
@@ -36,7 +36,7 @@ def cmd_run(args) -> int:
                 continue
             st = state["rounds"].get(str(n), {})
             done = ",".join(st.get("done", {})) or "-"
-            what = "GRPO" if name == "rl_polish" else f"SFT (k={rs.k})"
+            what = "GRPO" if hasattr(rs, "grpo") else f"SFT (k={getattr(rs, 'k', 1)})"
             print(f"  {n} {name:<13} {'on ' if rs.enabled else 'off'} tasks={sum(rs.tasks.values()):<4}"
                   f" {what:<10} target={rs.target:<12} status={st.get('status', 'pending')}"
                   f" done={done}")

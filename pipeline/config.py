@@ -10,15 +10,15 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
 
-from data.tasks import KINDS
-from pipeline.training.settings import GRPOSettings, SFTSettings
+from pipeline import recipes
+from pipeline.quants import QUANTS
+from pipeline.recipes import CANARIES, RoundSettings
 
 CONFIG_DIR = Path(__file__).with_name("configs")
 PRESETS = {p.stem: p for p in sorted(CONFIG_DIR.glob("*.yaml"))}
-ROUND_NAMES = ("grounding", "plan_finish", "long_context", "self_improve", "rl_polish")
-CANARIES = ("reasoning", "recovery", "single_turn", "multi_turn", "irrelevance")
 
 
 class ConfigError(ValueError):
@@ -27,49 +27,6 @@ class ConfigError(ValueError):
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class Teacher(Strict):
-    file: str | None = Field(None, description="JSONL of Hermes-format conversations to mix in")
-    endpoint: str | None = Field(None, description="OpenAI-compatible base URL of a teacher model")
-    model: str | None = Field(None, description="teacher model name at the endpoint")
-    api_key_env: str | None = Field(None, description="environment variable holding the API key")
-    k: int = Field(1, ge=1, description="teacher samples per task")
-
-
-class FilterSettings(Strict):
-    cap_per_task: int = Field(2, ge=1, description="successes kept per task (shortest first)")
-    max_rows: int | None = Field(None, description="accepted rows at most (after balancing)")
-    balance: list[str] = Field(default_factory=lambda: ["domain", "kind", "turns"])
-
-
-class RoundSettings(Strict):
-    enabled: bool = True
-    tasks: dict[str, int] = Field(default_factory=dict, description="task kind -> count")
-    domains: list[str] | None = Field(None, description="tool domains (default: all built-in)")
-    k: int = Field(1, ge=1, description="samples per task from the current model")
-    temperature: float = Field(0.8, ge=0.0)
-    top_p: float = Field(0.95, gt=0.0, le=1.0)
-    max_new_tokens: int = Field(192, ge=8, description="tokens per assistant turn")
-    require_plan: bool = Field(False, description="filter demands a <think> plan before calls")
-    oracle: bool = Field(False, description="add oracle demonstrations (grounding)")
-    teacher: Teacher = Field(default_factory=Teacher)
-    context_tokens: list[int] = Field(default_factory=lambda: [2000],
-                                      description="length buckets of long-context tasks")
-    iterations: int = Field(1, ge=1, description="sample-filter-train iterations in the round")
-    filter: FilterSettings = Field(default_factory=FilterSettings)
-    sft: SFTSettings = Field(default_factory=SFTSettings)
-    grpo: GRPOSettings | None = None
-    target: str = Field("multi_turn", description="canary that must improve for promotion")
-
-    @model_validator(mode="after")
-    def _check(self):
-        bad = set(self.tasks) - set(KINDS)
-        if bad:
-            raise ValueError(f"unknown task kind(s) {sorted(bad)}; choose from {list(KINDS)}")
-        if self.target not in CANARIES:
-            raise ValueError(f"target {self.target!r} is not a canary; choose from {CANARIES}")
-        return self
 
 
 class GateSettings(Strict):
@@ -131,7 +88,7 @@ class CanarySettings(Strict):
 
 class ExportSettings(Strict):
     enabled: bool = True
-    quant: Literal["Q6_K", "Q8_0", "Q5_K_M", "Q4_K_M"] = "Q6_K"
+    quant: Literal[tuple(QUANTS)] = "Q6_K"
     load_check: bool = True
     check_items: int = Field(6, ge=1)
     min_agreement: float = Field(0.5, ge=0.0, le=1.0)
@@ -157,22 +114,52 @@ class RunConfig(Strict):
     canaries: CanarySettings = Field(default_factory=CanarySettings)
     gate: GateSettings = Field(default_factory=GateSettings)
     export: ExportSettings = Field(default_factory=ExportSettings)
-    rounds: dict[str, RoundSettings] = Field(default_factory=dict)
+    rounds: dict[str, RoundSettings] = Field(
+        default_factory=dict, description="round name -> its recipe's settings, in run order "
+                                          "(built-in rounds left out run with defaults)")
 
-    @model_validator(mode="after")
-    def _check(self):
-        bad = set(self.rounds) - set(ROUND_NAMES)
-        if bad:
-            raise ValueError(f"unknown round(s) {sorted(bad)}; rounds are {ROUND_NAMES}")
-        for name in ROUND_NAMES:
-            self.rounds.setdefault(name, RoundSettings())
-        rl = self.rounds["rl_polish"]
-        if rl.enabled and rl.grpo is None:
-            rl.grpo = GRPOSettings()
-        return self
+    @field_validator("rounds", mode="before")
+    @classmethod
+    def _rounds(cls, raw):
+        """Each round's keys validated by its own recipe's settings class."""
+        raw = raw or {}
+        if not isinstance(raw, dict):
+            raise ValueError("rounds must map round names to their settings")
+        out, problems = {}, []
+        for name in recipes.ordered(list(raw)):
+            body = raw.get(name) or {}
+            if isinstance(body, RoundSettings):
+                out[name] = body
+                continue
+            spec = body.get("recipe") or name if isinstance(body, dict) else name
+            try:
+                out[name] = recipes.resolve(spec).SETTINGS.model_validate(body)
+            except ValueError as err:  # pydantic's ValidationError is a ValueError too
+                problems += _round_problems(name, spec, err)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return out
+
+    def planned_rounds(self) -> list[tuple[int, str, RoundSettings]]:
+        """(number, name, settings) of every round, in run order, numbered from 1."""
+        return [(n, name, rs) for n, (name, rs) in enumerate(self.rounds.items(), 1)]
 
     def directory(self) -> Path:
         return Path(self.run_dir or f"runs/{self.name}")
+
+
+def _round_problems(name: str, spec: str, err: ValueError) -> list[str]:
+    """One line per problem of a round's settings, naming the round, the key and the recipe."""
+    if not isinstance(err, ValidationError):
+        return [f"rounds.{name}: {err}"]
+    out = []
+    for e in err.errors():
+        key = ".".join(str(p) for p in (name, *e["loc"]))
+        if e["type"] == "extra_forbidden":
+            out.append(f"rounds.{key}: unknown key (recipe {spec!r} does not use it)")
+        else:
+            out.append(f"rounds.{key}: {e['msg'].removeprefix('Value error, ')}")
+    return out
 
 
 def _set(tree: dict, dotted: str, raw: str) -> None:
@@ -216,7 +203,9 @@ def load(path: str | Path | None = None, preset: str | None = None,
         for e in err.errors():
             key = ".".join(str(p) for p in e["loc"]) or "(top level)"
             msg = e["msg"].replace("Extra inputs are not permitted", "unknown key")
-            lines.append(f"{path}: {key}: {msg}")
+            msg = msg.removeprefix("Value error, ")
+            named = msg.startswith(key + ".") or msg.startswith(key + ":")  # names its key
+            lines.append(f"{path}: {msg}" if named else f"{path}: {key}: {msg}")
         raise ConfigError("\n".join(lines)) from None
 
 

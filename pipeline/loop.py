@@ -18,10 +18,10 @@ from gates.canaries import Suite, canary_prompts
 from gates.gate import GateResult, gate_round, suites_for
 from gates.html import write_run_report
 from pipeline import models
-from pipeline.config import ROUND_NAMES, RoundSettings, RunConfig, dump
+from pipeline import recipes
+from pipeline.config import RunConfig, dump
 from pipeline.runstore import RunStore
 from pipeline.sampling import backend_opener
-from rounds import RECIPES
 from rounds.common import Candidate, NothingAccepted, RoundContext
 
 log = logging.getLogger("toolsmith")
@@ -52,9 +52,9 @@ class Verdict:
     export_dir: Path | None = None
 
 
-def planned_rounds(cfg: RunConfig) -> list[tuple[int, str, RoundSettings]]:
+def planned_rounds(cfg: RunConfig) -> list[tuple[int, str, recipes.RoundSettings]]:
     """(number, name, settings) of every round, in run order, numbered from 1."""
-    return [(n, name, cfg.rounds[name]) for n, name in enumerate(ROUND_NAMES, 1)]
+    return cfg.planned_rounds()
 
 
 def run(cfg: RunConfig, only_round: int | None = None, from_model: str | None = None,
@@ -96,11 +96,11 @@ def open_run(cfg: RunConfig, store: RunStore, force: bool, progress: bool) -> Ru
                force, progress)
 
 
-def run_round(run: Run, number: int, name: str, rs: RoundSettings,
+def run_round(run: Run, number: int, name: str, rs: recipes.RoundSettings,
               start_model: Path | None) -> str:
     """One round, logged to its log.txt: the recipe, then gate -> export -> promote or
     reject. `start_model` defaults to the promoted model. Returns the round's status."""
-    with round_log(run.store.round_dir(number) / "log.txt"):
+    with round_log(run.store.round_dir(number, name) / "log.txt"):
         t0 = time.perf_counter()
         ctx = RoundContext(cfg=run.cfg, settings=rs, store=run.store, number=number, name=name,
                            start_model=start_model or Path(run.promoted["model"]),
@@ -139,7 +139,7 @@ def run_recipe(run: Run, ctx: RoundContext, t0: float) -> Candidate | None:
     """The round's recipe; when it accepted nothing the round is rejected and None returned."""
     log.info("round %d %s: starting from %s", ctx.number, ctx.name, ctx.start_model)
     try:
-        cand = RECIPES[ctx.name](ctx)
+        cand = recipes.resolve(ctx.settings.recipe or ctx.name).run(ctx)
     except NothingAccepted as err:
         reject(run, ctx, t0, [str(err)])
         stop_if_configured(run.cfg, f"round {ctx.number} ({ctx.name}): {err}")

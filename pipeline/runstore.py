@@ -13,8 +13,6 @@ from pathlib import Path
 
 from data.jsonl import write_text_atomic
 
-ROUND_DIRS = {1: "round-1-grounding", 2: "round-2-plan-finish", 3: "round-3-long-context",
-              4: "round-4-self-improve", 5: "round-5-rl-polish"}
 STEPS = ("tasks", "rollouts", "accepted", "train", "gate", "promote", "export")
 
 
@@ -87,8 +85,9 @@ class RunStore:
         self._write_state(state)
 
     # ---------------------------------------------------------------- paths
-    def round_dir(self, round_no: int) -> Path:
-        d = self.root / ROUND_DIRS[round_no]
+    def round_dir(self, round_no: int, name: str) -> Path:
+        """`round-<n>-<name>` (underscores as dashes), created on first use."""
+        d = self.root / f"round-{round_no}-{name.replace('_', '-')}"
         d.mkdir(parents=True, exist_ok=True)
         return d
 

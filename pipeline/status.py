@@ -3,8 +3,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.config import ROUND_NAMES
+import yaml
+
+from pipeline.recipes import BUILTIN, ordered
 from pipeline.runstore import STEPS, RunStore
+
+
+def round_names(run: Path) -> list[str]:
+    """The run's rounds in order, from the config it ran with (`run.yaml`)."""
+    cfg = run / "run.yaml"
+    rounds = (yaml.safe_load(cfg.read_text()) or {}).get("rounds") if cfg.exists() else None
+    return ordered(list(rounds or {})) if rounds else list(BUILTIN)
 
 
 def status_text(run: Path) -> str:
@@ -13,7 +22,7 @@ def status_text(run: Path) -> str:
     store = RunStore(run)
     state = store.state()
     lines = [f"run {run}"]
-    for n, name in enumerate(ROUND_NAMES, 1):
+    for n, name in enumerate(round_names(run), 1):
         r = state["rounds"].get(str(n))
         if not r:
             lines.append(f"  {n} {name:<13} pending")
@@ -27,6 +36,11 @@ def status_text(run: Path) -> str:
         verdict = r.get("status", "running")
         wall = f" {r['wall_s']:.0f}s" if "wall_s" in r else ""
         lines.append(f"  {n} {name:<13} {verdict:<9}{wall:>6}  {marks}  {' '.join(counts)}")
+        t = done.get("teacher")
+        if t:
+            why = ", ".join(f"{k} {v}" for k, v in t.get("why", {}).items())
+            lines.append(f"      teacher ({t['verify']}): {t['read']} read, {t['kept']} kept, "
+                         f"{t['dropped']} dropped" + (f" ({why})" if why else ""))
         for why in r.get("reasons", [])[:3]:
             lines.append(f"      - {why}")
     p = store.promoted()

@@ -50,7 +50,7 @@ class RoundContext:
 
     @property
     def dir(self) -> Path:
-        return self.store.round_dir(self.number)
+        return self.store.round_dir(self.number, self.name)
 
     def step_done(self, step: str) -> bool:
         return self.store.done(self.number, step)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from pipeline import config
+from pipeline import config, recipes
 from pipeline.cli import main
 from pipeline.runstore import RunLocked, RunStore
 
@@ -15,7 +15,7 @@ def test_every_shipped_config_validates():
     assert set(config.PRESETS) >= {"default", "tiny"}
     for name in config.PRESETS:
         cfg = config.load(preset=name)
-        assert set(cfg.rounds) == set(config.ROUND_NAMES)
+        assert list(cfg.rounds) == list(recipes.BUILTIN)
         assert cfg.rounds["rl_polish"].grpo is not None
     assert config.load(preset="tiny").gate.relaxed is True
     assert config.load(preset="default").gate.relaxed is False
@@ -26,7 +26,7 @@ def test_every_shipped_config_validates():
     ("canaries.k=many", "canaries.k: Input should be a valid integer"),
     ("rounds.plan_finish.tasks={dance: 3}", "unknown task kind(s) ['dance']"),
     ("gate.floors={speed: 0.5}", "gate.floors"),
-    ("rounds.extra={}", "unknown round(s) ['extra']"),
+    ("rounds.extra={}", "rounds.extra: no built-in recipe named 'extra'"),
 ])
 def test_bad_config_names_file_and_key(override, message):
     with pytest.raises(config.ConfigError) as err:

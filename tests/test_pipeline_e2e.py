@@ -23,16 +23,22 @@ def _run(args, **kw):
     return subprocess.run(CLI + args, capture_output=True, text=True, **kw)
 
 
-def test_tiny_preset_runs_all_five_rounds(tmp_path):
+def test_tiny_preset_runs_five_rounds_and_a_sixth_from_outside(tmp_path):
+    from tests.test_recipes import OUTSIDE
+    (tmp_path / "my_rounds.py").write_text(OUTSIDE)  # a recipe outside the package
     run = tmp_path / "tiny"
     t0 = time.time()
-    res = _run(["run", "--preset", "tiny", "--run-dir", str(run), "--no-progress"], timeout=900)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()])}
+    res = _run(["run", "--preset", "tiny", "--run-dir", str(run), "--no-progress", "-o",
+                "rounds.sixth={recipe: 'my_rounds:replay', tasks: {single: 2}, note: six, "
+                "sft: {max_steps: 1, batch_size: 2, max_length: 1024}}"], timeout=900, env=env)
     wall = time.time() - t0
     assert res.returncode == 0, res.stderr[-3000:]
     state = json.loads((run / "state.json").read_text())
-    assert [state["rounds"][str(n)]["status"] for n in range(1, 6)] == ["promoted"] * 5
+    assert [state["rounds"][str(n)]["status"] for n in range(1, 7)] == ["promoted"] * 6
     promoted = json.loads((run / "promoted.json").read_text())
-    assert promoted["round"] == 5 and len(promoted["history"]) == 5
+    assert promoted["round"] == 6 and len(promoted["history"]) == 6
+    assert (run / "round-6-sixth" / "accepted.jsonl").exists()
     for d in sorted(run.glob("round-*")):
         report = json.loads((d / "gate" / "report.json").read_text())
         assert report["thresholds"]["relaxed"] is True, d
