@@ -21,7 +21,7 @@ def _config(args):
 
 def cmd_run(args) -> int:
     from pipeline.config import dump
-    from pipeline.loop import GateFailed, planned_rounds, run
+    from pipeline.loop import GateFailed, run
     from pipeline.runstore import RunStore
     cfg = _config(args)  # a bad config fails here, before any work
     if args.round is not None and not 1 <= args.round <= len(cfg.rounds):
@@ -31,7 +31,7 @@ def cmd_run(args) -> int:
         store_dir = cfg.directory()
         state = RunStore(store_dir).state() if (store_dir / "state.json").exists() else {"rounds": {}}
         print(f"plan for {store_dir}:")
-        for n, name, rs in planned_rounds(cfg):
+        for n, name, rs in cfg.planned_rounds():
             if args.round and n != args.round:
                 continue
             st = state["rounds"].get(str(n), {})

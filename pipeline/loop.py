@@ -52,11 +52,6 @@ class Verdict:
     export_dir: Path | None = None
 
 
-def planned_rounds(cfg: RunConfig) -> list[tuple[int, str, recipes.RoundSettings]]:
-    """(number, name, settings) of every round, in run order, numbered from 1."""
-    return cfg.planned_rounds()
-
-
 def run(cfg: RunConfig, only_round: int | None = None, from_model: str | None = None,
         force: bool = False, progress: bool = True) -> dict:
     """Run every round not yet done (or only `only_round`, which `from_model` may start).
@@ -67,7 +62,7 @@ def run(cfg: RunConfig, only_round: int | None = None, from_model: str | None = 
         this_run = open_run(cfg, store, force, progress)
         start = Path(from_model) if (from_model and only_round) else None
         summary = {}
-        for number, name, rs in planned_rounds(cfg):
+        for number, name, rs in cfg.planned_rounds():
             if only_round is not None and number != only_round:
                 continue
             if not rs.enabled:

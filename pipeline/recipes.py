@@ -14,13 +14,12 @@ round, a misspelt `temprature`) fails when the config loads, naming the round an
 """
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from data import envs
+from data import dotted, envs
 from data.jsonl import DataError
 from data.loaders import HUB
 from data.taskfile import load_task_files
@@ -158,20 +157,10 @@ class RLSettings(RoundSettings):
 def resolve(spec: str) -> Any:
     """The recipe named `spec`: a built-in name, `pkg.module` or `pkg.module:object`.
     Raises ValueError saying what is missing."""
-    path = BUILTIN.get(spec, spec)
-    module_name, _, attr = path.partition(":")
-    try:
-        obj = importlib.import_module(module_name)
-    except ImportError as err:
-        if "." not in path and ":" not in path:
-            raise ValueError(f"no built-in recipe named {spec!r} (built-in: "
-                             f"{', '.join(BUILTIN)}) and no module of that name; give recipe: "
-                             "<built-in name> or a dotted path pkg.module[:object]") from None
-        raise ValueError(f"recipe {spec!r}: cannot import {module_name!r} ({err})") from None
-    if attr:
-        if not hasattr(obj, attr):
-            raise ValueError(f"recipe {spec!r}: {module_name} has no {attr!r}")
-        obj = getattr(obj, attr)
+    obj = dotted.load(BUILTIN.get(spec, spec), "recipe",
+                      unknown=f"no built-in recipe named {spec!r} (built-in: "
+                              f"{', '.join(BUILTIN)}) and no module of that name; give recipe: "
+                              "<built-in name> or a dotted path pkg.module[:object]")
     missing = [a for a in ("run", "SETTINGS") if not hasattr(obj, a)]
     if missing:
         raise ValueError(f"recipe {spec!r} lacks {' and '.join(missing)}: a recipe needs "

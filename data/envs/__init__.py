@@ -9,8 +9,7 @@ find its tools wherever they are played.
 """
 from __future__ import annotations
 
-import importlib
-
+from .. import dotted
 from . import calendar, currency, flights, inventory, units, weather
 from .base import Domain, ToolError
 
@@ -48,18 +47,11 @@ def resolve(spec: str) -> Domain:
         return DOMAINS[spec]
     if spec in _RESOLVED:
         return _RESOLVED[spec]
-    module_name, _, attr = spec.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        if "." not in spec and ":" not in spec:
-            raise ValueError(f"unknown domain {spec!r}; built-in: {', '.join(BUILTIN)}, or a "
-                             "module path pkg.module[:DOMAIN]") from None
-        raise ValueError(f"domain {spec!r}: cannot import {module_name!r} ({err})") from None
-    domain = getattr(module, attr or "DOMAIN", None)
+    domain = dotted.load(spec, "domain", default_attr="DOMAIN",
+                         unknown=f"unknown domain {spec!r}; built-in: {', '.join(BUILTIN)}, or "
+                                 "a module path pkg.module[:DOMAIN]")
     if not isinstance(domain, Domain):
-        raise ValueError(f"domain {spec!r}: {module_name}.{attr or 'DOMAIN'} is not a "
-                         "data.envs.Domain (tools, impl, makers)")
+        raise ValueError(f"domain {spec!r} is not a data.envs.Domain (tools, impl, makers)")
     wrong = problems(domain)
     if wrong:
         raise ValueError(f"domain {spec!r}: " + "; ".join(wrong))
