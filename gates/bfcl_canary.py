@@ -16,6 +16,7 @@ import json
 from collections import Counter
 
 from data.bfcl import CATEGORIES, MULTI_TURN, load_multi_turn, load_single, version
+from pipeline.recipes import BFCL_PREFIX
 from pipeline.sampling.base import Backend, SamplingParams
 
 from .bfcl import Result, params_for, play_multi_turn, play_single_turn, select
@@ -24,7 +25,7 @@ METRICS = ("accuracy", "pass@k")
 
 
 def suite_name(category: str) -> str:
-    return f"bfcl_{category}"
+    return BFCL_PREFIX + category
 
 
 def canary_items(category: str, n: int, version_tag: str = "v1") -> list:

@@ -7,7 +7,9 @@ item and sample, which makes their per-item differences less noisy.
 
 Writes `out_dir/eval.json` (aggregates and the per-item table) and `out_dir/rollouts.jsonl`.
 A finished eval.json for the same suites, k and sampling settings is reused as it is, so a
-baseline evaluated once serves every later round.
+baseline evaluated once serves every later round. Suites scored outside the rollout driver
+(BFCL categories, by BFCL's own checkers: `External`) join the same eval.json, played on the
+same backend, and their hashes count for reuse like the built-in ones.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
 from data.chatformat import CALL_OPEN, parse
 from data.jsonl import write_text_atomic
@@ -29,6 +32,15 @@ from .canaries import Suite
 
 SEED_ROUND = 0
 EVAL_FILE = "eval.json"
+
+
+@dataclass(frozen=True)
+class External:
+    """Suites the rollout driver does not score (BFCL categories): their content hashes, known
+    before any engine starts (for `finished`), and `run(backend)`, which evaluates them all on
+    the open backend -> suite name -> suite table in `score_suite`'s shape."""
+    hashes: dict[str, str]
+    run: Callable[[Backend], dict[str, dict]]
 
 
 @dataclass
@@ -116,9 +128,11 @@ def score_suite(suite: Suite, trajectories: list[Trajectory], k: int) -> dict:
 
 # ------------------------------------------------------------------------------ evaluation
 
-def _settings(suites: list[Suite], k: int, params: SamplingParams, max_context: int) -> dict:
+def _settings(suites: list[Suite], k: int, params: SamplingParams, max_context: int,
+              external: dict[str, str] | None = None) -> dict:
     return {"k": k, "params": asdict(params), "max_context_tokens": max_context,
-            "seed_round": SEED_ROUND, "hashes": {s.name: s.hash for s in suites}}
+            "seed_round": SEED_ROUND,
+            "hashes": {**{s.name: s.hash for s in suites}, **(external or {})}}
 
 
 def load_eval(path: str | Path) -> dict:
@@ -134,32 +148,37 @@ def load_eval(path: str | Path) -> dict:
 
 
 def finished(suites: list[Suite], *, k: int, params: SamplingParams, out_dir: str | Path,
-             max_context_tokens: int = 4096) -> EvalResult | None:
-    """The finished evaluation in `out_dir` when it was made with these very suites, k and
-    sampling settings; None otherwise. Callers check this before starting an engine."""
+             max_context_tokens: int = 4096,
+             external: dict[str, str] | None = None) -> EvalResult | None:
+    """The finished evaluation in `out_dir` when it was made with these very suites (and
+    `external` suites: name -> hash), k and sampling settings; None otherwise. Callers check
+    this before starting an engine."""
     path = Path(out_dir) / EVAL_FILE
     if not path.exists():
         return None
     old = load_eval(path)
-    settings = _settings(suites, k, params, max_context_tokens)
+    settings = _settings(suites, k, params, max_context_tokens, external)
     return EvalResult(old, path) if old.get("settings") == json.loads(json.dumps(settings)) else None
 
 
 def evaluate(backend: Backend, suites: list[Suite], *, k: int, params: SamplingParams,
              out_dir: str | Path, max_context_tokens: int = 4096, progress: bool = False,
-             meta: dict | None = None, reuse: bool = True) -> EvalResult:
-    """Run every suite item k times through the rollout driver and score it."""
+             meta: dict | None = None, reuse: bool = True,
+             external: External | None = None) -> EvalResult:
+    """Run every suite item k times through the rollout driver and score it; then the
+    `external` suites on the same backend. eval.json is written once all are scored."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    names = [s.name for s in suites]
+    names = [s.name for s in suites] + list(external.hashes if external else [])
     if len(set(names)) != len(names):
         raise ValueError(f"suite names must be unique, got {names}")
     out_dir = Path(out_dir)
-    settings = _settings(suites, k, params, max_context_tokens)
+    hashes = external.hashes if external else None
+    settings = _settings(suites, k, params, max_context_tokens, hashes)
     path = out_dir / EVAL_FILE
     if reuse:
         done = finished(suites, k=k, params=params, out_dir=out_dir,
-                        max_context_tokens=max_context_tokens)
+                        max_context_tokens=max_context_tokens, external=hashes)
         if done is not None:
             return done
 
@@ -179,11 +198,20 @@ def evaluate(backend: Backend, suites: list[Suite], *, k: int, params: SamplingP
     trajs, stats = rollout(list(tasks.values()), backend, k=k, round=SEED_ROUND, params=params,
                            max_context_tokens=max_context_tokens, require_plan=False,
                            out=rollouts, progress=progress)
+    scored = {s.name: score_suite(s, trajs, k) for s in suites}
+    if external:
+        more = external.run(backend)
+        wrong = [n for n, t in more.items() if external.hashes.get(n) != t.get("hash")]
+        if wrong or set(more) != set(external.hashes):
+            raise ValueError(f"external suites differ from the ones announced: got "
+                             f"{sorted(more)}, expected {sorted(external.hashes)}"
+                             + (f"; hashes differ for {wrong}" if wrong else ""))
+        scored.update(more)
     wall = time.perf_counter() - start
     data = {"settings": settings, "meta": dict(meta or {}), "backend": getattr(backend, "name", "?"),
             "wall_s": round(wall, 3), "rollout": {"generated_tokens": stats.generated_tokens,
                                                   "resumed": stats.resumed,
                                                   "finish": stats.finish},
-            "k": k, "suites": {s.name: score_suite(s, trajs, k) for s in suites}}
+            "k": k, "suites": scored}
     write_text_atomic(path, json.dumps(data, indent=1, ensure_ascii=False))
     return EvalResult(data, path)

@@ -10,13 +10,15 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from pipeline.config import RunConfig
 from pipeline.sampling import backend_opener
 from pipeline.sampling.base import SamplingParams
 
+from . import bfcl_canary
 from .canaries import Suite, bfcl_suite, build_suites, gsm8k_suite
-from .evaluate import evaluate, finished
+from .evaluate import SEED_ROUND, External, evaluate, finished
 from .promote import Decision, decide
 from .report import write_gate_report
 
@@ -37,7 +39,9 @@ class GateResult:
 
 
 def suites_for(cfg: RunConfig) -> list[Suite]:
-    """The built-in canaries at the configured sizes, plus each extra BFCL / GSM8K file."""
+    """The built-in canaries at the configured sizes, plus each extra BFCL / GSM8K file.
+    (BFCL categories as canaries, `canaries.bfcl`, are scored by BFCL's own checkers, not the
+    rollout driver: `bfcl_external`.)"""
     suites = build_suites(cfg.canaries.sizes, cfg.canaries.version)
     for f in cfg.canaries.files:
         p = Path(f)
@@ -45,21 +49,46 @@ def suites_for(cfg: RunConfig) -> list[Suite]:
     return suites
 
 
+def bfcl_external(cfg: RunConfig, params: SamplingParams) -> External | None:
+    """The configured BFCL canaries (`canaries.bfcl`) as external suites of an evaluation:
+    their hashes now (reading items is cheap; no engine), played later on the same backend
+    with the same sampling settings and seed round as the built-in canaries."""
+    c = cfg.canaries
+    if not c.bfcl:
+        return None
+    hashes = {bfcl_canary.suite_name(cat): bfcl_canary.suite_hash(
+                  cat, bfcl_canary.canary_items(cat, n, c.version))
+              for cat, n in c.bfcl.items()}
+
+    def run(backend) -> dict[str, dict]:
+        return bfcl_canary.evaluate_canaries(
+            backend, dict(c.bfcl), k=c.k, params=params,
+            max_context_tokens=cfg.sampler.max_context_tokens, version_tag=c.version,
+            seed=SEED_ROUND)
+    return External(hashes, run)
+
+
 def evaluate_model(cfg: RunConfig, model_dir: Path, out_dir: Path, suites: list[Suite],
-                   progress: bool = True, meta: dict | None = None) -> dict:
-    """`model_dir` evaluated on `suites` with the canary sampling settings, written to
-    `out_dir`; a finished evaluation there with the same settings is returned as it is."""
+                   progress: bool = True, meta: dict | None = None,
+                   open_backend: Callable | None = None) -> dict:
+    """`model_dir` evaluated on `suites` and the configured BFCL canaries with the canary
+    sampling settings, written to `out_dir`; a finished evaluation there with the same
+    settings and suites (BFCL hashes included) is returned as it is. One backend serves all
+    suites; `open_backend` (default: the configured sampler's) opens it on `model_dir`."""
     c = cfg.canaries
     params = SamplingParams(temperature=c.temperature, top_p=1.0 if c.temperature == 0 else 0.95,
                             max_tokens=c.max_new_tokens)
+    external = bfcl_external(cfg, params)
     done = finished(suites, k=c.k, params=params, out_dir=out_dir,
-                    max_context_tokens=cfg.sampler.max_context_tokens)
+                    max_context_tokens=cfg.sampler.max_context_tokens,
+                    external=external.hashes if external else None)
     if done is not None:  # no engine start
         return done.to_dict()
-    with backend_opener(cfg.sampler)(model_dir) as backend:
+    with (open_backend or backend_opener(cfg.sampler))(model_dir) as backend:
         res = evaluate(backend, suites, k=c.k, params=params, out_dir=out_dir,
                        max_context_tokens=cfg.sampler.max_context_tokens, progress=progress,
-                       meta={"model": str(model_dir), **(meta or {})})
+                       meta={"model": str(model_dir), **(meta or {})}, reuse=False,
+                       external=external)
     return res.to_dict()
 
 

@@ -49,7 +49,7 @@ class Decision:
 
     def to_dict(self) -> dict:
         return {"promote": self.promote, "forced": self.forced, "passed": self.passed,
-                "target": self.target, "thresholds": self.thresholds.to_dict(),
+                "target": self.target, "thresholds": self.thresholds.to_dict(self.comparisons),
                 "rules": [r.__dict__ for r in self.rules],
                 "comparisons": {c: {m: p.to_dict() for m, p in ms.items()}
                                 for c, ms in self.comparisons.items()}}

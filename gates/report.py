@@ -14,6 +14,7 @@ from pathlib import Path
 from data.jsonl import write_text_atomic
 
 from .promote import Decision
+from .stats import drop_mde, keep_mde
 
 ROUND_DIR = re.compile(r"round-(\d+)")
 
@@ -35,6 +36,15 @@ def decision_word(promote: bool, forced: bool, passed: bool) -> str:
     return "PROMOTED" if promote else "NOT PROMOTED"
 
 
+def mde(decision: Decision, canary: str, n: int) -> dict:
+    """The canary's minimum detectable effect under its rule (80% power, wins without
+    losses; `gates.stats.detectable`): the keep rule for the target, the drop rule else."""
+    th = decision.thresholds
+    if canary == decision.target.partition(".")[0]:
+        return {"rule": "keep", "value": round(keep_mde(n, th.keep_se), 4)}
+    return {"rule": "drop", "value": round(drop_mde(n, th.drop_se, th.tolerance_abs(canary)), 4)}
+
+
 def gate_report(decision: Decision, candidate: dict, baseline: dict, meta: dict) -> dict:
     """The report.json content (pure)."""
     canaries = {}
@@ -42,7 +52,8 @@ def gate_report(decision: Decision, candidate: dict, baseline: dict, meta: dict)
         c, b = candidate["suites"][name], baseline["suites"][name]
         canaries[name] = {
             "version": c.get("version"), "hash": c.get("hash"), "source": c.get("source"),
-            "n_items": c.get("n_items"), "primary": c.get("primary"),
+            "n_items": c.get("n_items"), "mde": mde(decision, name, c.get("n_items") or 0),
+            "primary": c.get("primary"),
             "baseline": b.get("metrics", {}), "candidate": c.get("metrics", {}),
             "comparisons": {m: p.to_dict() for m, p in comps.items()},
             "verdict": _verdict(decision, name)}
@@ -50,7 +61,8 @@ def gate_report(decision: Decision, candidate: dict, baseline: dict, meta: dict)
                      **meta},
             "decision": decision_word(decision.promote, decision.forced, decision.passed),
             "promote": decision.promote, "forced": decision.forced, "passed": decision.passed,
-            "target": decision.target, "thresholds": decision.thresholds.to_dict(),
+            "target": decision.target,
+            "thresholds": decision.thresholds.to_dict(decision.comparisons),
             "rules": [r.__dict__ for r in decision.rules], "canaries": canaries,
             "k": candidate.get("k")}
 
@@ -64,6 +76,9 @@ def render_markdown(report: dict) -> str:
              f"- target: `{report['target']}`; k = {report.get('k')} samples per item",
              f"- thresholds: keep {th['keep_se']:g} SE; drop tolerance max({th['drop_se']:g} SE, "
              f"abs per canary {th['drop_abs']}); floors {th['floors'] or 'none'}"]
+    lines.append("- MDE: the smallest true change a canary's rule sees with 80% power if it "
+                 "comes as wins without losses (keep rule for the target, drop rule for the "
+                 "others)")
     if th.get("relaxed"):
         lines.append("- **RELAXED THRESHOLDS**: this gate ran with loosened thresholds"
                      + (" (a tie on the target passes)" if th.get("allow_tie") else "")
@@ -74,9 +89,11 @@ def render_markdown(report: dict) -> str:
         if meta.get(key):
             lines.append(f"- {key}: `{meta[key]}`")
     for name, c in report["canaries"].items():
+        power = c.get("mde")
+        power = f"; MDE {power['value']:.3f} ({power['rule']} rule)" if power else ""
         lines += ["", f"## {name}: {c['verdict']}", "",
-                  f"{c['n_items']} items, suite {c['version']} `{str(c['hash'])[:12]}`, "
-                  f"primary metric `{c['primary']}`", "",
+                  f"n = {c['n_items']} items, suite {c['version']} `{str(c['hash'])[:12]}`, "
+                  f"primary metric `{c['primary']}`{power}", "",
                   "| metric | baseline | candidate | delta | SE | wins/losses/ties | verdict |",
                   "|---|---:|---:|---:|---:|---|---|"]
         for m, p in c["comparisons"].items():

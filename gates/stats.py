@@ -53,3 +53,42 @@ def paired(candidate: dict[str, float], baseline: dict[str, float]) -> Paired:
         delta=mean, se=se,
         wins=sum(d > eps for d in diffs), losses=sum(d < -eps for d in diffs),
         ties=sum(abs(d) <= eps for d in diffs), note=note)
+
+
+# ------------------------------------------------------------- minimum detectable effect
+
+Z_POWER = 0.8416  # one-sided normal quantile of the 80% power the effect sizes below assume
+
+
+def detectable(n: int, se_mult: float, power_z: float = Z_POWER) -> float:
+    """Smallest true change of a canary's metric that a rule "the change is at least se_mult x
+    SE" sees with 80% power on `n` items: d = c^2 / (n + c^2), c = se_mult + 0.8416.
+
+    Assumption: the change comes as wins with no losses (each item's paired difference is 1
+    with probability d, else 0), so the per-item variance is d(1-d) and SE = sqrt(d(1-d)/n).
+    With k samples per item, an item is taken to win in all its samples (samples of one item
+    fully correlated): k then does not shrink the SE, the cautious case; independent samples
+    would give c^2 / (nk + c^2). Power 80%: d - se_mult x SE >= 0.8416 x SE, i.e.
+    d >= c sqrt(d(1-d)/n) -> d n >= c^2 (1-d) -> d = c^2 / (n + c^2). A normal approximation
+    (SE with n, not n-1): a rough guide for small n, not an exact power."""
+    c = se_mult + power_z
+    return c * c / (max(n, 0) + c * c)
+
+
+def items_for(effect: float, se_mult: float, power_z: float = Z_POWER) -> int:
+    """Items a canary needs for `detectable(n, se_mult) <= effect` (the inverse:
+    n = c^2 (1-d) / d, rounded up)."""
+    if not 0 < effect < 1:
+        raise ValueError(f"effect must be in (0, 1), got {effect}")
+    c = se_mult + power_z
+    return math.ceil(c * c * (1 - effect) / effect - 1e-9)
+
+
+def keep_mde(n: int, keep_se: float) -> float:
+    """Smallest improvement of the target canary that passes the keep rule (80% power)."""
+    return detectable(n, keep_se)
+
+
+def drop_mde(n: int, drop_se: float, drop_abs: float) -> float:
+    """Smallest drop the drop rule flags (80% power): never below the absolute tolerance."""
+    return max(drop_abs, detectable(n, drop_se))

@@ -7,6 +7,8 @@ import logging
 import sys
 from pathlib import Path
 
+DETECT = 0.10  # --dry-run warns when a round's target cannot detect a change this large
+
 BENCHES = {"rollout": "pipeline.bench.rollout", "train": "pipeline.bench.train",
            "verify": "pipeline.bench.verifier", "filters": "pipeline.bench.filters"}
 
@@ -20,6 +22,7 @@ def _config(args):
 
 
 def cmd_run(args) -> int:
+    from gates.stats import items_for, keep_mde
     from pipeline.config import dump
     from pipeline.loop import GateFailed, run
     from pipeline.runstore import RunStore
@@ -37,9 +40,15 @@ def cmd_run(args) -> int:
             st = state["rounds"].get(str(n), {})
             done = ",".join(st.get("done", {})) or "-"
             what = "GRPO" if hasattr(rs, "grpo") else f"SFT (k={getattr(rs, 'k', 1)})"
+            items, keep_se = cfg.canaries.size(rs.target), cfg.gate.keep_se
+            mde = keep_mde(items, keep_se)
             print(f"  {n} {name:<13} {'on ' if rs.enabled else 'off'} tasks={sum(rs.tasks.values()):<4}"
-                  f" {what:<10} target={rs.target:<12} status={st.get('status', 'pending')}"
-                  f" done={done}")
+                  f" {what:<10} target={rs.target:<12} n={items:<4} keep MDE={mde:.3f}"
+                  f" status={st.get('status', 'pending')} done={done}")
+            if rs.enabled and mde > DETECT:
+                print(f"    WARNING: target {rs.target} has {items} items: keep MDE {mde:.3f} at "
+                      f"keep_se {keep_se:g} (80% power) cannot detect a +{DETECT:.2f} change; "
+                      f"about {items_for(DETECT, keep_se)} items would")
         return 0
     try:
         summary = run(cfg, only_round=args.round, from_model=args.from_model, force=args.force,
@@ -70,6 +79,7 @@ def cmd_report(args) -> int:
 def cmd_eval(args) -> int:
     from gates.gate import evaluate_model, suites_for
     from pipeline import config, models
+    from pipeline.recipes import BFCL_PREFIX
     overrides = [f"sampler.backend={args.backend}"] if args.backend else []
     cfg = config.load(args.config, args.preset, overrides + list(args.overrides or []))
     if args.bfcl:  # BFCL categories, scored by BFCL's own checkers (gates/bfcl.py)
@@ -84,6 +94,8 @@ def cmd_eval(args) -> int:
     if args.suite:
         wanted = args.suite.split(",")
         cfg.canaries.sizes = {k: v for k, v in cfg.canaries.sizes.items() if k in wanted}
+        cfg.canaries.bfcl = {c: v for c, v in cfg.canaries.bfcl.items()
+                             if BFCL_PREFIX + c in wanted}
     if args.k:
         cfg.canaries.k = args.k
     suites = suites_for(cfg)
@@ -169,7 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="evaluate a model on the canary suites")
     p.add_argument("model", help="model dir, embedded:smollm2-135m or tiny:W")
-    p.add_argument("--suite", help="comma list: reasoning,recovery,single_turn,multi_turn,irrelevance")
+    p.add_argument("--suite", help="comma list: reasoning,recovery,single_turn,multi_turn,"
+                                   "irrelevance, or bfcl_<category> of canaries.bfcl")
     p.add_argument("--k", type=int)
     p.add_argument("--backend")
     p.add_argument("--out", default="runs/eval")

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Iterable, Literal
 
 import yaml
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo,
+                      field_validator, model_validator)
 
 from pipeline import recipes
 from pipeline.quants import QUANTS
-from pipeline.recipes import CANARIES, RoundSettings
+from data.bfcl import CATEGORIES as BFCL_CATEGORIES
+from pipeline.recipes import BFCL_PREFIX, CANARIES, RoundSettings, canary_choices, is_canary
 
 CONFIG_DIR = Path(__file__).with_name("configs")
 PRESETS = {p.stem: p for p in sorted(CONFIG_DIR.glob("*.yaml"))}
@@ -40,8 +41,10 @@ class GateSettings(Strict):
                                                "only: a random tiny model cannot improve)")
     drop_abs: dict[str, float] = Field(default_factory=dict,
                                        description="absolute drop tolerance per canary "
-                                                   "(default 0.02)")
-    floors: dict[str, float] = Field(default_factory=dict, description="absolute floor per canary")
+                                                   "(default 0.02); bfcl_<category> too")
+    floors: dict[str, float] = Field(default_factory=dict, description="absolute floor per "
+                                                                       "canary; bfcl_<category> "
+                                                                       "too (configured ones)")
     relaxed: bool = Field(False, description="thresholds relaxed (tiny preset); shown in reports")
     on_fail: Literal["stop", "skip"] = Field("stop", description="a failed gate stops the run or "
                                                                  "skips the round")
@@ -49,10 +52,10 @@ class GateSettings(Strict):
     @model_validator(mode="after")
     def _check(self):
         for name, table in (("drop_abs", self.drop_abs), ("floors", self.floors)):
-            bad = {k: v for k, v in table.items() if k not in CANARIES or not 0 <= v <= 1}
+            bad = {k: v for k, v in table.items() if not is_canary(k) or not 0 <= v <= 1}
             if bad:
-                raise ValueError(f"gate.{name}: {bad}: keys must be canaries {CANARIES}, "
-                                 "values in [0, 1]")
+                raise ValueError(f"gate.{name}: {bad}: keys must be canaries ("
+                                 f"{canary_choices()}), values in [0, 1]")
         if self.allow_tie and not self.relaxed:
             raise ValueError("gate.allow_tie needs gate.relaxed: true (it is shown as relaxed "
                              "in every report)")
@@ -62,10 +65,12 @@ class GateSettings(Strict):
         """How far `canary` may drop whatever its SE: its `drop_abs` entry, else 0.02."""
         return float(self.drop_abs.get(canary, self.DEFAULT_DROP_ABS))
 
-    def to_dict(self) -> dict:
-        """The thresholds as gate reports record them, every canary's tolerance spelled out."""
+    def to_dict(self, canaries: Iterable[str] = ()) -> dict:
+        """The thresholds as gate reports record them, the tolerance of every built-in canary,
+        of every canary in `drop_abs` and of `canaries` (the evaluated ones: BFCL) spelled out."""
+        names = dict.fromkeys([*CANARIES, *self.drop_abs, *canaries])
         return {"keep_se": self.keep_se, "drop_se": self.drop_se,
-                "drop_abs": {c: self.tolerance_abs(c) for c in CANARIES},
+                "drop_abs": {c: self.tolerance_abs(c) for c in names},
                 "floors": dict(self.floors), "relaxed": self.relaxed,
                 "allow_tie": self.allow_tie}
 
@@ -77,6 +82,10 @@ class CanarySettings(Strict):
     max_new_tokens: int = 192
     temperature: float = Field(0.7, ge=0.0)
     files: list[str] = Field(default_factory=list, description="extra suites: BFCL/GSM8K files")
+    bfcl: dict[str, int] = Field(default_factory=dict,
+                                 description="BFCL categories as canaries, category -> items "
+                                             "(a seeded sample per version), scored by BFCL's "
+                                             "own checkers; suites named bfcl_<category>")
 
     @model_validator(mode="after")
     def _check(self):
@@ -84,6 +93,26 @@ class CanarySettings(Strict):
         if bad:
             raise ValueError(f"unknown canary(ies) {sorted(bad)}; choose from {CANARIES}")
         return self
+
+    @field_validator("bfcl")
+    @classmethod
+    def _bfcl(cls, sizes: dict[str, int]) -> dict[str, int]:
+        bad = [c for c in sizes if c not in BFCL_CATEGORIES]
+        if bad:
+            raise ValueError(f"unknown BFCL category(ies) {bad}; choose from "
+                             f"{', '.join(BFCL_CATEGORIES)}")
+        small = {c: n for c, n in sizes.items() if n < 1}
+        if small:
+            raise ValueError(f"{small}: a BFCL canary needs at least 1 item (leave the "
+                             "category out to skip it)")
+        return sizes
+
+    def size(self, canary: str) -> int:
+        """Configured items of `canary` (built-in or `bfcl_<category>`); 0 if not configured.
+        A BFCL category with fewer items than asked for gives all it has."""
+        if canary.startswith(BFCL_PREFIX) and canary not in CANARIES:
+            return int(self.bfcl.get(canary[len(BFCL_PREFIX):], 0))
+        return int(self.sizes.get(canary, 0))
 
 
 class ExportSettings(Strict):
@@ -139,6 +168,41 @@ class RunConfig(Strict):
         if problems:
             raise ValueError("; ".join(problems))
         return out
+
+    @field_validator("gate")
+    @classmethod
+    def _gate_canaries(cls, gate: GateSettings, info: ValidationInfo) -> GateSettings:
+        """A floor on a BFCL canary that is not configured would fail every gate."""
+        canaries = info.data.get("canaries")
+        if canaries is not None:
+            unset = [c for c in gate.floors if c.startswith(BFCL_PREFIX) and c not in CANARIES
+                     and not canaries.size(c)]
+            if unset:
+                raise ValueError(f"gate.floors: {unset} not configured; add the categories to "
+                                 "canaries.bfcl or drop the floors")
+        return gate
+
+    @field_validator("rounds")
+    @classmethod
+    def _targets(cls, rounds: dict[str, RoundSettings], info: ValidationInfo) -> dict:
+        """Each round's target is a canary the gate evaluates (one with items)."""
+        canaries = info.data.get("canaries")
+        if canaries is None:
+            return rounds
+        problems = []
+        for name, rs in rounds.items():
+            if not rs.enabled or canaries.size(rs.target):
+                continue
+            if rs.target.startswith(BFCL_PREFIX) and rs.target not in CANARIES:
+                fix = (f"add it to canaries.bfcl (e.g. canaries.bfcl: "
+                       f"{{{rs.target[len(BFCL_PREFIX):]}: 50}})")
+            else:
+                fix = "give it items in canaries.sizes"
+            problems.append(f"rounds.{name}.target: canary {rs.target!r} is not configured; "
+                            + fix)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return rounds
 
     def planned_rounds(self) -> list[tuple[int, str, RoundSettings]]:
         """(number, name, settings) of every round, in run order, numbered from 1."""

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from data import dotted, envs
+from data.bfcl import CATEGORIES as BFCL_CATEGORIES
 from data.jsonl import DataError
 from data.loaders import HUB
 from data.taskfile import load_task_files
@@ -30,6 +31,20 @@ BUILTIN = {"grounding": "rounds.grounding", "plan_finish": "rounds.plan_finish",
            "long_context": "rounds.long_context", "self_improve": "rounds.self_improve",
            "rl_polish": "rounds.rl_polish"}
 CANARIES = tuple(CANARY_KINDS)
+BFCL_PREFIX = "bfcl_"  # a BFCL category as a gate canary: bfcl_<category> (canaries.bfcl)
+
+
+def is_canary(name: str) -> bool:
+    """A built-in canary, or `bfcl_<category>` of a BFCL category (whether configured or not:
+    the run config checks that)."""
+    return name in CANARIES or (name.startswith(BFCL_PREFIX)
+                                and name[len(BFCL_PREFIX):] in BFCL_CATEGORIES)
+
+
+def canary_choices() -> str:
+    """The valid canary names, for error messages."""
+    return f"{', '.join(CANARIES)} or {BFCL_PREFIX}<category> of a BFCL category " \
+           f"({', '.join(BFCL_CATEGORIES)})"
 
 
 class Strict(BaseModel):
@@ -75,15 +90,18 @@ class RoundSettings(Strict):
     domains: list[str] | None = Field(None, description="tool domains: built-in names or dotted "
                                                         "paths pkg.module:DOMAIN (default: all "
                                                         "built-in)")
-    target: str = Field("multi_turn", description="canary that must improve for promotion")
+    target: str = Field("multi_turn", description="canary that must improve for promotion: "
+                                                  "a built-in canary or bfcl_<category> of a "
+                                                  "category in canaries.bfcl")
 
     @model_validator(mode="after")
     def _check(self):
         bad = set(self.tasks) - set(KINDS)
         if bad:
             raise ValueError(f"unknown task kind(s) {sorted(bad)}; choose from {list(KINDS)}")
-        if self.target not in CANARIES:
-            raise ValueError(f"target {self.target!r} is not a canary; choose from {CANARIES}")
+        if not is_canary(self.target):
+            raise ValueError(f"target {self.target!r} is not a canary; choose from "
+                             f"{canary_choices()}")
         if self.domains is not None:
             check_domains(self.domains, self.tasks)
         return self
