@@ -61,10 +61,14 @@ def bfcl_external(cfg: RunConfig, params: SamplingParams) -> External | None:
               for cat, n in c.bfcl.items()}
 
     def run(backend) -> dict[str, dict]:
-        return bfcl_canary.evaluate_canaries(
+        t0 = time.perf_counter()
+        out = bfcl_canary.evaluate_canaries(
             backend, dict(c.bfcl), k=c.k, params=params,
             max_context_tokens=cfg.sampler.max_context_tokens, version_tag=c.version,
             seed=SEED_ROUND)
+        log.info("BFCL canaries evaluated in %.0f s: %s", time.perf_counter() - t0,
+                 ", ".join(f"{n} {s['metrics']['accuracy']:.3f}" for n, s in out.items()))
+        return out
     return External(hashes, run)
 
 

@@ -69,8 +69,12 @@ def detectable(n: int, se_mult: float, power_z: float = Z_POWER) -> float:
     With k samples per item, an item is taken to win in all its samples (samples of one item
     fully correlated): k then does not shrink the SE, the cautious case; independent samples
     would give c^2 / (nk + c^2). Power 80%: d - se_mult x SE >= 0.8416 x SE, i.e.
-    d >= c sqrt(d(1-d)/n) -> d n >= c^2 (1-d) -> d = c^2 / (n + c^2). A normal approximation
-    (SE with n, not n-1): a rough guide for small n, not an exact power."""
+    d >= c sqrt(d(1-d)/n) -> d n >= c^2 (1-d) -> d = c^2 / (n + c^2).
+
+    A normal approximation with the SE at its true value: a guide, not an exact power. Under
+    exactly this assumption the rule's own SE shrinks with the wins (at 2 SE it passes from 4
+    wins on), and the binomial power at d is 78% for n=12, 91% for n=30, 95% for n=100; real
+    changes also bring losses, which widen the SE and take power away."""
     c = se_mult + power_z
     return c * c / (max(n, 0) + c * c)
 
