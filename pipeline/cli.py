@@ -100,9 +100,10 @@ def cmd_eval(args) -> int:
         cfg.canaries.k = args.k
     suites = suites_for(cfg)
     res = evaluate_model(cfg, models.resolve(args.model), Path(args.out), suites)
+    width = max([12, *map(len, res["suites"])])
     for name, s in res["suites"].items():
         metrics = ", ".join(f"{m}={v:.3f}" for m, v in s["metrics"].items())
-        print(f"{name:<12} n={s.get('n_items', '?'):<4} {metrics}")
+        print(f"{name:<{width}} n={s.get('n_items', '?'):<4} {metrics}")
     print(f"written: {Path(args.out) / 'eval.json'}")
     return 0
 
