@@ -39,6 +39,23 @@ IRRELEVANT_ANSWERS = {
 }
 
 
+# kinds whose tasks come from one domain: `kind@domain` pins them to that domain
+PINNABLE = ("single", "parallel", "chained", "recovery", "irrelevance")
+
+
+def parse_kind(spec: str) -> tuple[str, str | None]:
+    """`kind`, or `kind@domain`: tasks of that kind drawn from that one domain only (a
+    round's `tasks: {irrelevance@synthetic: 24}`). Raises ValueError naming the choices."""
+    kind, at, domain = spec.partition("@")
+    if kind not in KINDS:
+        raise ValueError(f"unknown task kind {kind!r}; choose from {', '.join(KINDS)} "
+                         f"(or kind@domain for {', '.join(PINNABLE)})")
+    if at and (not domain or kind not in PINNABLE):
+        raise ValueError(f"{spec!r}: kind@domain needs a domain name and one of "
+                         f"{', '.join(PINNABLE)}")
+    return kind, domain or None
+
+
 def seed_for(split: str, namespace: str, kind: str, index: int) -> int:
     """Seeds derive from (split, namespace, kind, index): canaries never share train seeds."""
     return stable_int(split, namespace, kind, index, mod=2**31 - 1)
@@ -80,6 +97,11 @@ def makers_for(kind: str, domains: Iterable[str]) -> list[str]:
     return sorted(d for d in domains if supports(d, kind))
 
 
+def offered(dname: str, ex: Example) -> list[dict]:
+    """The tools a task declares: the example's own pick, else all of its domain's."""
+    return list(ex.tools) if ex.tools is not None else list(DOMAINS[dname].tools)
+
+
 def _domain_example(kind: str, rng: random.Random, domains: list[str]) -> tuple[str, Example]:
     able = makers_for(kind, domains)
     if not able:
@@ -104,8 +126,8 @@ def _recovery(id_, seed, rng, domains) -> Task:
             bad_args = {**ex.steps[0][0][1], arg: bad}
             prompt = ex.prompt.replace(good, bad, 1)
             ex2 = Example(prompt, ex.answer, [[(tname, bad_args)], ex.steps[0]], ex.final,
-                          ex.plan)
-            task = _task(id_, dname, "recovery", seed, ex2, DOMAINS[dname].tools,
+                          ex.plan, tools=ex.tools)
+            task = _task(id_, dname, "recovery", seed, ex2, offered(dname, ex),
                          faults={"mode": "alias", "tool": tname, "arg": arg, "bad": bad,
                                  "good": good})
             task.gold_calls = [GoldCall(name=tname, arguments=ex.steps[0][0][1])]
@@ -118,8 +140,8 @@ def _recovery(id_, seed, rng, domains) -> Task:
             backup["function"]["name"] = tname + BACKUP
             backup["function"]["description"] = f"Backup endpoint of {tname}: same arguments."
             ex2 = Example(ex.prompt, ex.answer, [[(tname, args)], [(tname + BACKUP, args)]],
-                          ex.final, ex.plan)
-            task = _task(id_, dname, "recovery", seed, ex2, DOMAINS[dname].tools + [backup],
+                          ex.final, ex.plan, tools=ex.tools)
+            task = _task(id_, dname, "recovery", seed, ex2, offered(dname, ex) + [backup],
                          faults={"mode": mode, "tool": tname})
             task.min_calls = 1
             return task, ex2
@@ -127,9 +149,15 @@ def _recovery(id_, seed, rng, domains) -> Task:
 
 
 def _irrelevance(id_, seed, rng, domains) -> Task:
+    """A domain's own irrelevance maker when it has one, else a generic off-topic prompt
+    (drawn first either way, so built-in tasks stay as they were)."""
     template, subjects = rng.choice(IRRELEVANT)
     x = rng.choice(subjects)
     dname = rng.choice(domains)
+    own = DOMAINS[dname].makers.get("irrelevance")
+    if own is not None:
+        ex = own(rng)
+        return _task(id_, dname, "irrelevance", seed, ex, offered(dname, ex)), ex
     final = IRRELEVANT_ANSWERS[template.split()[0]].format(x=x, X=x[0].upper() + x[1:])
     ex = Example(template.format(x=x), None, [], final,
                  "None of the tools fits this request; I answer directly.")
@@ -183,7 +211,7 @@ def _long_context(id_, seed, rng, domains, context_tokens: int) -> Task:
     for h in range(history_turns):
         history += [{"role": "user", "content": f"Note {h + 1}: " + filler(400, seed + h)},
                     {"role": "assistant", "content": "Noted."}]
-    tools = _distractors(rng, list(DOMAINS[dname].tools), n_tools)
+    tools = _distractors(rng, offered(dname, ex), n_tools)
     task = _task(id_, dname, "long_context", seed, ex, tools, history=history,
                  faults={"pad_chars": pad}, difficulty=1 + budget // 2000)
     return task, ex
@@ -191,18 +219,21 @@ def _long_context(id_, seed, rng, domains, context_tokens: int) -> Task:
 
 def make(kind: str, index: int, split: str = "train", namespace: str = "default",
          domains: Iterable[str] | None = None, context_tokens: int = 2000) -> Task:
-    """Build task `index` of `kind`, with its oracle demonstration attached."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown task kind {kind!r}; choose from {', '.join(KINDS)}")
+    """Build task `index` of `kind` (or `kind@domain`), with its oracle demonstration
+    attached."""
+    spec = kind
+    kind, pinned = parse_kind(spec)
+    if pinned:
+        domains = [pinned]
     domains = sorted(resolve(d).name for d in domains) if domains else sorted(BUILTIN)
     if not makers_for(kind, domains):
         raise ValueError(f"none of the domains {domains} makes {kind!r} tasks")
-    seed = seed_for(split, namespace, kind, index)
+    seed = seed_for(split, namespace, spec, index)
     rng = random.Random(seed)
-    id_ = f"{split}-{namespace}-{kind}-{index}"
+    id_ = f"{split}-{namespace}-{spec}-{index}"
     if kind in ("single", "parallel", "chained"):
         dname, ex = _domain_example(kind, rng, domains)
-        task = _task(id_, dname, kind, seed, ex, DOMAINS[dname].tools)
+        task = _task(id_, dname, kind, seed, ex, offered(dname, ex))
     elif kind == "recovery":
         task, ex = _recovery(id_, seed, rng, domains)
     elif kind == "irrelevance":
@@ -223,7 +254,11 @@ BALANCED_KINDS = ("single", "parallel", "chained", "recovery")
 def domain_cycle(kind: str, index: int, domains: Iterable[str] | None = None) -> list[str] | None:
     """The one domain task `index` of `kind` is drawn from, cycling through `domains`, so a
     round's training tasks cover every domain evenly (a random draw gave 7 to 16 of 58 chained
-    tasks per domain). None for kinds whose content is not tied to one domain."""
+    tasks per domain). None for kinds whose content is not tied to one domain; the pinned
+    domain for `kind@domain`."""
+    kind, pinned = parse_kind(kind)
+    if pinned:
+        return [pinned]
     if kind not in BALANCED_KINDS:
         return list(domains) if domains else None
     named = [resolve(d).name for d in domains] if domains else list(BUILTIN)
@@ -240,11 +275,12 @@ def generate(kinds: dict[str, int], split: str = "train", namespace: str = "defa
 
 
 def validate_domain(name: str, per_kind: int = 3) -> list[str]:
-    """Make `per_kind` tasks of every kind `name` supports and check each oracle scores 1.0;
-    returns the failures, each naming the domain and the kind."""
+    """Make `per_kind` tasks of every kind `name` supports (irrelevance too when it has its
+    own maker) and check each oracle scores 1.0; returns the failures, each naming the domain
+    and the kind."""
     from .verify import verify
-    bad = []
-    for kind in (k for k in KINDS if NEEDS[k] and supports(name, k)):
+    bad, own = [], DOMAINS[name].makers
+    for kind in (k for k in KINDS if (NEEDS[k] and supports(name, k)) or k in own):
         for i in range(per_kind):
             try:
                 task = make(kind, i, split="validate", namespace=name, domains=[name])

@@ -24,7 +24,7 @@ from data.bfcl import CATEGORIES as BFCL_CATEGORIES
 from data.jsonl import DataError
 from data.loaders import HUB
 from data.taskfile import load_task_files
-from data.tasks import CANARY_KINDS, KINDS, makers_for, validate_domain
+from data.tasks import CANARY_KINDS, makers_for, parse_kind, validate_domain
 from pipeline.training.settings import GRPOSettings, SFTSettings
 
 BUILTIN = {"grounding": "rounds.grounding", "plan_finish": "rounds.plan_finish",
@@ -86,7 +86,8 @@ class RoundSettings(Strict):
     enabled: bool = True
     recipe: str | None = Field(None, description="built-in recipe name or dotted path "
                                                  "(default: the round's own name)")
-    tasks: dict[str, int] = Field(default_factory=dict, description="task kind -> count")
+    tasks: dict[str, int] = Field(default_factory=dict, description="task kind -> count; "
+                                  "kind@domain draws that kind from one domain only")
     domains: list[str] | None = Field(None, description="tool domains: built-in names or dotted "
                                                         "paths pkg.module:DOMAIN (default: all "
                                                         "built-in)")
@@ -96,33 +97,45 @@ class RoundSettings(Strict):
 
     @model_validator(mode="after")
     def _check(self):
-        bad = set(self.tasks) - set(KINDS)
+        bad = {}
+        for kind in self.tasks:
+            try:
+                parse_kind(kind)
+            except ValueError as err:
+                bad[kind] = err
         if bad:
-            raise ValueError(f"unknown task kind(s) {sorted(bad)}; choose from {list(KINDS)}")
+            raise ValueError(f"unknown task kind(s) {sorted(bad)}: {next(iter(bad.values()))}")
         if not is_canary(self.target):
             raise ValueError(f"target {self.target!r} is not a canary; choose from "
                              f"{canary_choices()}")
-        if self.domains is not None:
+        if self.domains is not None or any(parse_kind(k)[1] for k in self.tasks):
             check_domains(self.domains, self.tasks)
         return self
 
 
-def check_domains(specs: list[str], tasks: dict[str, int]) -> None:
-    """Resolve each domain (built-in name or dotted path), prove a user domain's oracles
-    score 1.0 on a few tasks of every kind it supports, and refuse task kinds that none of
-    the domains can make. Raises ValueError naming the domain, the kind and what failed."""
-    if not specs:
+def check_domains(specs: list[str] | None, tasks: dict[str, int]) -> None:
+    """Resolve each domain (built-in name or dotted path; `specs` None: the built-in ones)
+    and each domain a `kind@domain` names, prove the oracles of a domain outside the built-in
+    six score 1.0 on a few tasks of every kind it supports, and refuse task kinds that none
+    of the domains can make. Raises ValueError naming the domain, the kind and what failed."""
+    if specs is not None and not specs:
         raise ValueError("domains is empty: name at least one domain, or leave it out")
-    names = [envs.resolve(spec).name for spec in specs]
-    for spec, name in zip(specs, names):
+    pinned = {k: parse_kind(k) for k in tasks}
+    named = list(specs) if specs is not None else list(envs.BUILTIN)
+    extra = [d for _, d in pinned.values() if d and d not in named]
+    names = {}
+    for spec in dict.fromkeys(named + extra):
+        name = names[spec] = envs.resolve(spec).name
         if name not in envs.BUILTIN:
             bad = validate_domain(name)
             if bad:
                 raise ValueError(f"domain {spec!r} failed validation: " + "; ".join(bad))
-    unmade = [k for k, n in tasks.items() if n and not makers_for(k, names)]
+    unmade = [k for k, n in tasks.items() if n and not makers_for(
+        pinned[k][0], [names[pinned[k][1]]] if pinned[k][1] else [names[s] for s in named])]
     if unmade:
         raise ValueError(f"no configured domain makes task kind(s) {unmade} (domains: "
-                         f"{names}); add a domain with those makers or drop the kinds")
+                         f"{list(names.values())}); add a domain with those makers or drop "
+                         "the kinds")
 
 
 class SampledRoundSettings(RoundSettings):

@@ -1,22 +1,29 @@
-"""Tool domains by name: the six built-in ones, and a user's own named by dotted path.
+"""Tool domains by name: the six built-in ones, the shipped `synthetic` family, and a user's
+own named by dotted path.
 
 A domain is a `Domain` (see `base.py`): JSON-schema tool declarations, a pure Python
 implementation per tool over deterministic tables, and task makers per kind
-(`single`, `parallel`, `chained`; recovery and long-context tasks reuse them) that return
-an `Example` with the calls a correct solution makes. `resolve("mypkg.stocks:DOMAIN")`
-imports a user's domain, checks it, and registers it under its name so tasks that name it
-find its tools wherever they are played.
+(`single`, `parallel`, `chained`; recovery and long-context tasks reuse them; an optional
+`irrelevance` maker replaces the generic off-topic prompts) that return an `Example` with the
+calls a correct solution makes and, optionally, the few tools the task offers.
+`resolve("mypkg.stocks:DOMAIN")` imports a user's domain, checks it, and registers it under
+its name so tasks that name it find its tools wherever they are played.
+
+`BUILTIN` are the six domains a round uses when it names none (and the canaries use);
+`synthetic` (`synthetic/`: hundreds of seeded tools) ships beside them and is used only
+where a round names it.
 """
 from __future__ import annotations
 
 from .. import dotted
-from . import calendar, currency, flights, inventory, units, weather
+from . import calendar, currency, flights, inventory, synthetic, units, weather
 from .base import Domain, ToolError
 
 BUILTIN: dict[str, Domain] = {m.DOMAIN.name: m.DOMAIN for m in
                               (weather, currency, calendar, inventory, units, flights)}
-DOMAINS: dict[str, Domain] = dict(BUILTIN)   # built-in plus every domain resolved so far
-MAKER_KINDS = ("single", "parallel", "chained")
+SHIPPED: dict[str, Domain] = {**BUILTIN, synthetic.DOMAIN.name: synthetic.DOMAIN}
+DOMAINS: dict[str, Domain] = dict(SHIPPED)   # shipped plus every domain resolved so far
+MAKER_KINDS = ("single", "parallel", "chained", "irrelevance")
 _RESOLVED: dict[str, Domain] = {}            # dotted path -> the domain it named
 
 
@@ -48,7 +55,7 @@ def resolve(spec: str) -> Domain:
     if spec in _RESOLVED:
         return _RESOLVED[spec]
     domain = dotted.load(spec, "domain", default_attr="DOMAIN",
-                         unknown=f"unknown domain {spec!r}; built-in: {', '.join(BUILTIN)}, or "
+                         unknown=f"unknown domain {spec!r}; built-in: {', '.join(SHIPPED)}, or "
                                  "a module path pkg.module[:DOMAIN]")
     if not isinstance(domain, Domain):
         raise ValueError(f"domain {spec!r} is not a data.envs.Domain (tools, impl, makers)")
@@ -63,4 +70,4 @@ def resolve(spec: str) -> Domain:
     return domain
 
 
-__all__ = ["BUILTIN", "DOMAINS", "Domain", "ToolError", "problems", "resolve"]
+__all__ = ["BUILTIN", "DOMAINS", "SHIPPED", "Domain", "ToolError", "problems", "resolve"]

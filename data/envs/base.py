@@ -51,6 +51,7 @@ class Example:
     final: str                            # the oracle's final answer text
     plan: str = ""
     fault_arg: tuple[str, str, str, str] | None = None  # (tool, arg, bad value, good value)
+    tools: list[dict] | None = None  # the tools the task offers (None: all of the domain's)
 
 
 @dataclass
