@@ -136,7 +136,12 @@ def cmd_bench(args) -> int:
 def cmd_tasks(args) -> int:
     from data import tasks
     for i in range(args.start, args.start + args.n):
-        t = tasks.make(args.kind, i, split=args.split, context_tokens=args.context_tokens)
+        try:
+            t = tasks.make(args.kind, i, split=args.split, context_tokens=args.context_tokens,
+                           domains=args.domains.split(",") if args.domains else None)
+        except ValueError as err:  # an unknown domain, or one that cannot make this kind
+            print(f"error: {err}", file=sys.stderr)
+            return 2
         if args.json:
             print(t.model_dump_json())
             continue
@@ -223,6 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--start", type=int, default=0)
     p.add_argument("--split", default="train", choices=["train", "canary"])
     p.add_argument("--context-tokens", type=int, default=2000)
+    p.add_argument("--domains", help="comma list of domains to draw from (default: the six "
+                                      "built-in ones), e.g. synthetic or mypkg.stocks")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_tasks)
     return ap
