@@ -10,7 +10,7 @@ import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from .trajectory import Trajectory
 
@@ -23,10 +23,14 @@ class FilterReport:
     seen: int = 0
     kept: int = 0
     dropped: Counter = field(default_factory=Counter)  # reason -> rows
+    by_source: Counter = field(default_factory=Counter)  # decontamination: source -> rows
 
     def as_dict(self) -> dict:
-        return {"filter": self.name, "seen": self.seen, "kept": self.kept,
-                "dropped": dict(self.dropped)}
+        out = {"filter": self.name, "seen": self.seen, "kept": self.kept,
+               "dropped": dict(self.dropped)}
+        if self.by_source:
+            out["by_source"] = dict(self.by_source)
+        return out
 
 
 def _norm(text: str) -> str:
@@ -71,49 +75,91 @@ def dedup(rows: Sequence[Trajectory], key: Callable[[Trajectory], str] = traject
     return kept, rep
 
 
+class Hit(NamedTuple):
+    """Why a prompt is contaminated: the protected source it matches, and how."""
+    source: str   # e.g. canary | bfcl | file
+    how: str      # equal | ngram
+
+
 class Decontaminator:
     """Exact normalised-prompt hashes plus 13-gram overlap against every canary / eval prompt.
 
+    `protected_prompts` is a list (all of source "canary") or a mapping source -> prompts
+    (e.g. canary, file, bfcl), so every drop can be counted by the evaluation it protects.
     Generated prompts share template text; a 13-gram found in at least `boilerplate_df`
-    protected prompts is template boilerplate, not an item's identity, and is ignored
-    (otherwise every training item of a long template would count as contaminated).
+    protected prompts (of any source) is template boilerplate, not an item's identity, and
+    is ignored (otherwise every training item of a long template would count as
+    contaminated).
     """
 
-    def __init__(self, protected_prompts: Iterable[str], n: int = NGRAM, boilerplate_df: int = 3):
+    def __init__(self, protected_prompts: Iterable[str] | Mapping[str, Iterable[str]],
+                 n: int = NGRAM, boilerplate_df: int = 3):
         self.n = n
-        prompts = list(protected_prompts)
-        self.hashes = {hashlib.sha1(_norm(p).encode()).hexdigest() for p in prompts}
+        sources = (dict(protected_prompts) if isinstance(protected_prompts, Mapping)
+                   else {"canary": protected_prompts})
+        self.hashes: dict[str, str] = {}          # prompt hash -> source
+        self.sizes: dict[str, int] = {}           # source -> prompts
+        owner: dict[tuple[str, ...], str] = {}    # 13-gram -> the first source holding it
         df: Counter = Counter()
-        for p in prompts:
-            df.update(self._grams(p))
-        self.grams = {g for g, c in df.items() if c < boilerplate_df}
+        for source, prompts in sources.items():
+            prompts = list(prompts)
+            self.sizes[source] = len(prompts)
+            for p in prompts:
+                self.hashes.setdefault(hashlib.sha1(_norm(p).encode()).hexdigest(), source)
+                grams = self._grams(p)
+                df.update(grams)
+                for g in grams:
+                    owner.setdefault(g, source)
+        self.grams = {g: owner[g] for g, c in df.items() if c < boilerplate_df}
         self.boilerplate = len(df) - len(self.grams)
 
     def _grams(self, text: str) -> set[tuple[str, ...]]:
         w = _words(text)
         return {tuple(w[i:i + self.n]) for i in range(len(w) - self.n + 1)}
 
-    def reason(self, prompt: str) -> str | None:
-        if hashlib.sha1(_norm(prompt).encode()).hexdigest() in self.hashes:
-            return "prompt equals a canary prompt"
-        if self.grams and self._grams(prompt) & self.grams:
-            return f"shares a {self.n}-gram with a canary prompt"
+    def hit(self, prompt: str) -> Hit | None:
+        """The source `prompt` equals or shares a 13-gram with; None when clean."""
+        source = self.hashes.get(hashlib.sha1(_norm(prompt).encode()).hexdigest())
+        if source:
+            return Hit(source, "equal")
+        if self.grams:
+            shared = self._grams(prompt) & self.grams.keys()
+            if shared:
+                return Hit(self.grams[min(shared)], "ngram")
         return None
 
+    def reason(self, prompt: str) -> str | None:
+        hit = self.hit(prompt)
+        return None if hit is None else describe(hit, self.n)
 
-def user_prompt(t: Trajectory) -> str:
-    return next((m["content"] for m in reversed(t.messages) if m["role"] == "user"
-                 and "<tool_response>" not in m["content"]), "")
+
+def describe(hit: Hit, n: int = NGRAM) -> str:
+    """A drop reason: `prompt equals a bfcl prompt`, `shares a 13-gram with a canary prompt`."""
+    if hit.how == "equal":
+        return f"prompt equals a {hit.source} prompt"
+    return f"shares a {n}-gram with a {hit.source} prompt"
+
+
+def user_turns(t: Trajectory) -> list[str]:
+    """Every user message of a trajectory (tool results sent as user turns left out): a
+    multi-turn teacher row is checked turn by turn, not only by its last question."""
+    return [m["content"] for m in t.messages if m["role"] == "user"
+            and isinstance(m.get("content"), str) and "<tool_response>" not in m["content"]]
 
 
 def decontaminate(rows: Sequence, protected: Decontaminator,
-                  prompt_of: Callable = user_prompt) -> tuple[list, FilterReport]:
-    """Works on trajectories or tasks (pass `prompt_of=lambda t: t.prompt` for tasks)."""
+                  prompt_of: Callable = user_turns) -> tuple[list, FilterReport]:
+    """Works on trajectories (every user turn checked) or tasks (pass
+    `prompt_of=lambda t: t.prompt`); `prompt_of` returns one text or a list of them.
+    Drops are counted by reason and by protected source."""
     rep, kept = FilterReport("decontaminate", seen=len(rows)), []
     for t in rows:
-        why = protected.reason(prompt_of(t))
-        if why:
-            rep.dropped[why] += 1
+        texts = prompt_of(t)
+        hit = next((h for h in map(protected.hit, [texts] if isinstance(texts, str) else texts)
+                    if h), None)
+        if hit:
+            rep.dropped[describe(hit, protected.n)] += 1
+            rep.by_source[hit.source] += 1
         else:
             kept.append(t)
     rep.kept = len(kept)

@@ -11,11 +11,12 @@ verdict (`accuracy`: the share of the k samples BFCL's checker passes; `pass@k`)
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections import Counter
 
-from data.bfcl import CATEGORIES, MULTI_TURN, load_multi_turn, load_single, version
+from data.bfcl import CATEGORIES, MULTI_TURN, load_multi_turn, load_single, user_messages, version
 from pipeline.recipes import BFCL_PREFIX
 from pipeline.sampling.base import Backend, SamplingParams
 
@@ -86,16 +87,16 @@ def evaluate_canaries(backend: Backend, sizes: dict[str, int], *, k: int,
     return out
 
 
-def protected_prompts(categories: tuple[str, ...] = CATEGORIES) -> list[str]:
-    """Every user message of every item of `categories` (for decontamination)."""
+@functools.lru_cache(maxsize=4)
+def _protected(categories: tuple[str, ...]) -> tuple[str, ...]:
     seen: dict[str, None] = {}
     for category in categories:
-        if category in MULTI_TURN:
-            turns = [m for e in load_multi_turn(category) for t in e.turns for m in t]
-        else:
-            turns = [m for it in load_single(category) for m in it.messages]
-        for m in turns:
-            text = m.get("content") or ""
-            if m.get("role") == "user" and text:
-                seen.setdefault(text)
-    return list(seen)
+        for text in user_messages(category):
+            seen.setdefault(text)
+    return tuple(seen)
+
+
+def protected_prompts(categories: tuple[str, ...] = CATEGORIES) -> list[str]:
+    """Every user message of every item of `categories` (for decontamination), read from the
+    question files only and kept per process: all 14 categories take about 0.5 s."""
+    return list(_protected(tuple(categories)))

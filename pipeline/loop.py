@@ -14,7 +14,8 @@ from pathlib import Path
 from data import filters
 from export import ExportError
 from export.publish import export_round, publish_export
-from gates.canaries import Suite, canary_prompts
+from gates.canaries import Suite
+from gates.decontamination import decontaminator_for
 from gates.gate import GateResult, gate_round, suites_for
 from gates.html import write_run_report
 from pipeline import models
@@ -81,14 +82,14 @@ def run(cfg: RunConfig, only_round: int | None = None, from_model: str | None = 
 
 def open_run(cfg: RunConfig, store: RunStore, force: bool, progress: bool) -> Run:
     """Record the config as run; the promoted model so far (the base model at first), the
-    canary suites and the decontaminator built from their prompts."""
+    canary suites and the decontaminator built from every evaluation prompt (canaries,
+    canary files, BFCL)."""
     (store.root / "run.yaml").write_text(dump(cfg))
     base = models.resolve(cfg.model)  # a missing model fails here, even on a resumed run
     promoted = store.promoted() or {"round": 0, "name": "base", "model": str(base),
                                     "eval_dir": str(store.root / "evals" / "base")}
     suites = suites_for(cfg)
-    return Run(cfg, store, suites, filters.Decontaminator(canary_prompts(suites)), promoted,
-               force, progress)
+    return Run(cfg, store, suites, decontaminator_for(suites), promoted, force, progress)
 
 
 def run_round(run: Run, number: int, name: str, rs: recipes.RoundSettings,

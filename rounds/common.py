@@ -63,7 +63,8 @@ class RoundContext:
 def make_tasks(ctx: RoundContext, step: str = "tasks", namespace: str | None = None,
                kinds: dict[str, int] | None = None) -> list[Task]:
     """Generate the round's tasks and read its task files (`task_files`), all
-    decontaminated against every canary prompt.
+    decontaminated against every evaluation prompt (built-in canaries, canary files, BFCL;
+    drops counted per source in the step's `decontaminated_by`).
 
     Domains cycle task by task (`domain_cycle`). Generators draw more items than asked when
     some collide with a canary, so the round gets the count it was configured for; a task
@@ -72,7 +73,7 @@ def make_tasks(ctx: RoundContext, step: str = "tasks", namespace: str | None = N
     if ctx.step_done(step):
         return jsonl.read_all(path, Task)
     s, ns = ctx.settings, namespace or f"round-{ctx.number}"
-    out, dropped = [], 0
+    out, dropped, by_source = [], 0, {}
     for kind, n in (kinds or s.tasks).items():
         buckets = (getattr(s, "context_tokens", [2000]) if kind == "long_context" else [None])
         for b, tokens in enumerate(buckets):
@@ -83,22 +84,27 @@ def make_tasks(ctx: RoundContext, step: str = "tasks", namespace: str | None = N
                                  domains=taskgen.domain_cycle(kind, i, s.domains),
                                  context_tokens=tokens or 2000)
                 i += 1
-                if ctx.decontaminator.reason(t.prompt):
+                hit = ctx.decontaminator.hit(t.prompt)
+                if hit:
                     dropped += 1
+                    by_source[hit.source] = by_source.get(hit.source, 0) + 1
                     continue
                 got.append(t)
             out += got
-    info = {}
+    info = {"decontaminated_by": by_source}
     files = getattr(s, "task_files", [])
     if files:  # validated when the config loaded; read again here, so an edit since fails now
         clean, report = filters.decontaminate(load_task_files(files), ctx.decontaminator,
                                               prompt_of=lambda t: t.prompt)
         out += clean
         dropped += report.seen - report.kept
+        for source, k in report.by_source.items():
+            by_source[source] = by_source.get(source, 0) + k
         info["from_files"] = report.kept
     jsonl.write_atomic(path, out)
     ctx.mark(step, tasks=len(out), decontaminated=dropped, **info)
-    log.info("%s: %d tasks (%d dropped by decontamination)", step, len(out), dropped)
+    log.info("%s: %d tasks (%d dropped by decontamination: %s)", step, len(out), dropped,
+             info.get("decontaminated_by") or "none")
     return out
 
 

@@ -103,7 +103,7 @@ PEOPLE = ["Ana Ruiz", "Ken Ito", "Lea Berg", "Omar Haddad", "Priya Nair", "Sam O
 # questions that need no tool at all, with a correct short answer
 OFF_TOPIC = [
     ("What is the capital of Japan?", "The capital of Japan is Tokyo."),
-    ("How many sides does a hexagon have?", "A hexagon has six sides."),
+    ("How many legs does a spider have?", "A spider has eight legs."),
     ("What is the chemical symbol for gold?", "The chemical symbol for gold is Au."),
     ("Who wrote the play 'Romeo and Juliet'?", "'Romeo and Juliet' was written by William "
                                                "Shakespeare."),
