@@ -17,6 +17,7 @@ from pathlib import Path
 
 from data.chatformat import chat_template
 from data.jsonl import write_text_atomic
+from pipeline import timing
 
 from .convert import convert_to_f16
 from .errors import ExportError
@@ -68,9 +69,10 @@ def export_model(model_dir: Path, out_dir: Path, quant: str = "Q6_K", *,
     if load_check:
         start = time.perf_counter()
         from .loadcheck import load_check as run_load_check
-        check = run_load_check(final, model_dir, items=check_items,
-                               min_agreement=min_agreement, max_tokens=check_max_tokens,
-                               hf_dtype=hf_dtype)
+        with timing.section("load_check"):  # its own step in a run's time breakdown
+            check = run_load_check(final, model_dir, items=check_items,
+                                   min_agreement=min_agreement, max_tokens=check_max_tokens,
+                                   hf_dtype=hf_dtype)
         timings["load_check_s"] = round(time.perf_counter() - start, 2)
         reasons += [f"load check: {r}" for r in check["reasons"]]
 

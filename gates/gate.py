@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from pipeline import timing
 from pipeline.config import RunConfig
 from pipeline.sampling import backend_opener
 from pipeline.sampling.base import SamplingParams
@@ -103,11 +104,14 @@ def gate_round(cfg: RunConfig, suites: list[Suite], baseline: dict, candidate: P
     round, model, eval_dir) with `cfg.gate` and the round's `target`; writes
     `gate_dir/report.{json,md}`. `started` (perf_counter) is when the round began."""
     t0 = time.perf_counter()
-    base_eval = evaluate_model(cfg, Path(baseline["model"]), Path(baseline["eval_dir"]), suites,
-                               progress, meta={"role": "baseline", "round": baseline["round"]})
+    with timing.section("gate_baseline"):  # ~0 s when its evaluation is reused
+        base_eval = evaluate_model(cfg, Path(baseline["model"]), Path(baseline["eval_dir"]),
+                                   suites, progress,
+                                   meta={"role": "baseline", "round": baseline["round"]})
     cand_dir = gate_dir / "candidate"
-    cand_eval = evaluate_model(cfg, candidate, cand_dir, suites, progress,
-                               meta={"role": "candidate", "round": round_no})
+    with timing.section("gate_candidate"):
+        cand_eval = evaluate_model(cfg, candidate, cand_dir, suites, progress,
+                                   meta={"role": "candidate", "round": round_no})
     decision = decide(cand_eval, base_eval, cfg.gate, target, force=force)
     log.info("round %d %s: gate evaluated in %.0f s: %s", round_no, name,
              time.perf_counter() - t0, "pass" if decision.passed else "FAIL")

@@ -1,8 +1,10 @@
-"""The run's `report.html`: every canary across rounds and the training curves, one file.
+"""The run's `report.html`: every canary across rounds, where the time went, and the training
+curves, one file.
 
 Plots are PNGs drawn with matplotlib (Agg) and embedded as data URIs, so the report can be
-copied anywhere. Rounds gated with relaxed thresholds are shaded and labelled in the plots and
-flagged in a banner; forced promotions likewise.
+copied anywhere; the time breakdown (one stacked bar per round, from each round's `timing` in
+state.json) is inline SVG. Rounds gated with relaxed thresholds are shaded and labelled in the
+plots and flagged in a banner; forced promotions likewise.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import json
 from pathlib import Path
 
 from data.jsonl import write_text_atomic
+from pipeline import timing
 
 from .report import ROUND_DIR, history, round_reports, summary_table
 
@@ -159,6 +162,76 @@ def _rules_html(reports) -> str:
     return "\n".join(parts)
 
 
+# One colour per step of `timing.STEP_ORDER`; steps of one's own recipes get grey.
+STEP_COLORS = {"tasks": "#8ecae6", "teacher": "#219ebc", "engine_start": "#e63946",
+               "sampling": "#f4a261", "filtering": "#e9c46a", "training": "#2a9d8f",
+               "merge": "#7fb8a4", "gate_baseline": "#6d597a", "gate_candidate": "#b56576",
+               "export": "#457b9d", "load_check": "#a8dadc", "other": "#cccccc"}
+
+
+def timing_svg(rows: list[tuple[str, list[tuple[str, float]]]]) -> str:
+    """(label, [(step, seconds)]) per round -> one stacked horizontal bar each, as inline SVG;
+    bar lengths share one scale (the longest round fills the width)."""
+    label_w, bar_w, bar_h, gap = 150, 760, 22, 8
+    longest = max((sum(s for _, s in steps) for _, steps in rows), default=0.0) or 1.0
+    seen = [k for _, steps in rows for k, sec in steps if sec >= 0.05]  # legend: visible ones
+    used = [k for k in timing.STEP_ORDER if k in seen] + [k for k in seen
+                                                           if k not in timing.STEP_ORDER]
+    used = list(dict.fromkeys(used))
+    height = len(rows) * (bar_h + gap) + 44
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 90}" '
+           f'height="{height}" font-family="sans-serif" font-size="12">']
+    for i, (label, steps) in enumerate(rows):
+        y, x = i * (bar_h + gap), float(label_w)
+        out.append(f'<text x="{label_w - 6}" y="{y + bar_h * 0.7}" text-anchor="end">'
+                   f"{html.escape(label)}</text>")
+        total = sum(sec for _, sec in steps)
+        for step, sec in steps:
+            w = bar_w * sec / longest
+            share = 100.0 * sec / total if total else 0.0
+            out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" '
+                       f'fill="{STEP_COLORS.get(step, "#999999")}"><title>{html.escape(step)}: '
+                       f"{sec:.1f} s ({share:.0f}%)</title></rect>")
+            x += w
+        out.append(f'<text x="{x + 6:.1f}" y="{y + bar_h * 0.7}">{total:.0f} s</text>')
+    y, x = len(rows) * (bar_h + gap) + 12, float(label_w)
+    for step in used:  # legend
+        out.append(f'<rect x="{x:.0f}" y="{y}" width="12" height="12" '
+                   f'fill="{STEP_COLORS.get(step, "#999999")}"/>'
+                   f'<text x="{x + 16:.0f}" y="{y + 10}">{html.escape(step)}</text>')
+        x += 24 + 7 * len(step)
+        if x > label_w + bar_w - 60:
+            x, y = float(label_w), y + 16
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _timing_html(run_dir: Path) -> str | None:
+    """The 'where the time went' section from state.json's per-round timing, or None."""
+    state_path = run_dir / "state.json"
+    if not state_path.exists():
+        return None
+    rounds = json.loads(state_path.read_text()).get("rounds", {})
+    rows, timed = [], []
+    for n in sorted(rounds, key=int):
+        r = rounds[n]
+        if not r.get("timing"):
+            continue
+        timed.append(r["timing"])
+        names = [d.name for d in run_dir.glob(f"round-{n}-*") if d.is_dir()]
+        rows.append((names[0] if names else f"round {n}",
+                     timing.breakdown(r["timing"], r.get("wall_s"))))
+    if not rows:
+        return None
+    total = timing.combine(timed)
+    n, secs, reused = timing.engine_starts(total)
+    rates = "; ".join(f"{k} {timing.rate(t):.1f} tokens/s"
+                      for k, t in total.get("throughput", {}).items())
+    return ("<h2>Where the time went</h2><p>Seconds per step and round (hover a segment for "
+            f"its share). Sampler engine starts: {n} ({secs:.1f} s), reused {reused} times"
+            + (f"; {html.escape(rates)}" if rates else "") + ".</p>" + timing_svg(rows))
+
+
 def write_run_report(run_dir: str | Path) -> Path:
     """Build `run_dir/report.html` from the round gate reports and training logs."""
     run_dir = Path(run_dir)
@@ -186,6 +259,9 @@ def write_run_report(run_dir: str | Path) -> Path:
         body += [_img(canary_plot(c, h["rows"]), f"canary {c}") for c in h["canaries"]]
         body += ["</div>", "<p>Green: promoted; red: not promoted; orange ring: forced; grey: "
                  "base model; yellow band: relaxed thresholds. Bars: paired SE.</p>"]
+    timed = _timing_html(run_dir)
+    if timed:
+        body.append(timed)
     curves = training_curves(run_dir)
     body.append("<h2>Training curves</h2>")
     body.append("<div class='plots'>" + "".join(_img(png, cap) for cap, png in curves) + "</div>"

@@ -10,7 +10,8 @@ from pathlib import Path
 DETECT = 0.10  # --dry-run warns when a round's target cannot detect a change this large
 
 BENCHES = {"rollout": "pipeline.bench.rollout", "train": "pipeline.bench.train",
-           "verify": "pipeline.bench.verifier", "filters": "pipeline.bench.filters"}
+           "verify": "pipeline.bench.verifier", "filters": "pipeline.bench.filters",
+           "run": "pipeline.bench.run"}
 
 
 def _config(args):

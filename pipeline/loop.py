@@ -2,6 +2,9 @@
 gate -> export -> promote or reject, one named step each.
 
 Resumable at step granularity (see `pipeline.runstore`); one process per run directory.
+Each round's time breakdown (seconds per step, engine starts, tokens/s; `pipeline.timing`)
+goes to its `timing` entry in state.json as it runs. One sampler engine is kept alive across
+steps that use the same model (`pipeline.sampling.keep_engines`) and closed when the run ends.
 """
 from __future__ import annotations
 
@@ -16,13 +19,14 @@ from export import ExportError
 from export.publish import export_round, publish_export
 from gates.canaries import Suite
 from gates.decontamination import decontaminator_for
-from gates.gate import GateResult, gate_round, suites_for
+from gates.gate import GateResult, evaluate_model, gate_round, suites_for
 from gates.html import write_run_report
 from pipeline import models
 from pipeline import recipes
+from pipeline import timing
 from pipeline.config import RunConfig, dump
 from pipeline.runstore import RunStore
-from pipeline.sampling import backend_opener
+from pipeline.sampling import backend_opener, keep_engines
 from rounds.common import Candidate, NothingAccepted, RoundContext
 
 log = logging.getLogger("toolsmith")
@@ -63,18 +67,21 @@ def run(cfg: RunConfig, only_round: int | None = None, from_model: str | None = 
         this_run = open_run(cfg, store, force, progress)
         start = Path(from_model) if (from_model and only_round) else None
         summary = {}
-        for number, name, rs in cfg.planned_rounds():
-            if only_round is not None and number != only_round:
-                continue
-            if not rs.enabled:
-                log.info("round %d %s: disabled in config", number, name)
-                continue
-            status = store.round_status(number)
-            if status in ("promoted", "rejected"):
-                log.info("round %d %s: already %s", number, name, status)
-            else:
-                status = run_round(this_run, number, name, rs, start)
-            summary[name] = status
+        with keep_engines() as engines:  # the last engine is closed however the run ends
+            for number, name, rs in cfg.planned_rounds():
+                if only_round is not None and number != only_round:
+                    continue
+                if not rs.enabled:
+                    log.info("round %d %s: disabled in config", number, name)
+                    continue
+                status = store.round_status(number)
+                if status in ("promoted", "rejected"):
+                    log.info("round %d %s: already %s", number, name, status)
+                else:
+                    status = run_round(this_run, number, name, rs, start)
+                summary[name] = status
+            log.info("engines: %d started (%.0f s), %d reused", len(engines.starts),
+                     sum(s["seconds"] for s in engines.starts), engines.reuses)
         return summary
     finally:
         store.unlock()
@@ -96,12 +103,16 @@ def run_round(run: Run, number: int, name: str, rs: recipes.RoundSettings,
               start_model: Path | None) -> str:
     """One round, logged to its log.txt: the recipe, then gate -> export -> promote or
     reject. `start_model` defaults to the promoted model. Returns the round's status."""
-    with round_log(run.store.round_dir(number, name) / "log.txt"):
+    timer = timing.StepTimer.load(run.store.round_timing(number),
+                                  on_change=lambda t: run.store.set_round_timing(number, t))
+    with round_log(run.store.round_dir(number, name) / "log.txt"), timer.running():
         t0 = time.perf_counter()
         ctx = RoundContext(cfg=run.cfg, settings=rs, store=run.store, number=number, name=name,
                            start_model=start_model or Path(run.promoted["model"]),
                            decontaminator=run.decontaminator,
                            open_backend=backend_opener(run.cfg.sampler), progress=run.progress)
+        if ctx.start_model == Path(run.promoted["model"]):
+            evaluate_baseline(run)
         cand = run_recipe(run, ctx, t0)
         if cand is None:
             return "rejected"
@@ -116,6 +127,17 @@ def run_round(run: Run, number: int, name: str, rs: recipes.RoundSettings,
             stop_if_configured(run.cfg, f"round {number} ({name}) failed its gate: "
                                + "; ".join(verdict.reasons) + f" (see {gate.report})")
         return status
+
+
+def evaluate_baseline(run: Run) -> None:
+    """The gate's baseline evaluation, done before the recipe: the engine it starts is the one
+    the recipe then samples from (kept alive; closed before training), so a baseline not yet
+    evaluated (the base model in round 1) costs no second engine start. The gate finds the
+    evaluation on disk and reuses it."""
+    with timing.section("gate_baseline"):
+        evaluate_model(run.cfg, Path(run.promoted["model"]), Path(run.promoted["eval_dir"]),
+                       run.suites, run.progress,
+                       meta={"role": "baseline", "round": run.promoted["round"]})
 
 
 @contextmanager
@@ -152,7 +174,8 @@ def export_promoted(cfg: RunConfig, ctx: RoundContext, model_dir: Path,
         return Verdict(gate.decision.promote, gate.reasons)
     t0, out = time.perf_counter(), ctx.dir / "export"
     try:
-        export_round(cfg.export, model_dir, out)
+        with timing.section("export"):  # the load check inside is its own step
+            export_round(cfg.export, model_dir, out)
     except ExportError as err:
         return Verdict(False, gate.reasons + [f"export failed: {err}"])
     ctx.store.mark(ctx.number, "export", {"ok": True})

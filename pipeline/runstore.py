@@ -76,6 +76,15 @@ class RunStore:
         r.update(status=status, **info)
         self._write_state(state)
 
+    def set_round_timing(self, round_no: int, timing: dict) -> None:
+        """The round's time breakdown (`pipeline.timing.StepTimer.to_dict`), as `timing`."""
+        state = self.state()
+        state["rounds"].setdefault(str(round_no), {"done": {}})["timing"] = timing
+        self._write_state(state)
+
+    def round_timing(self, round_no: int) -> dict | None:
+        return self.state()["rounds"].get(str(round_no), {}).get("timing")
+
     def round_status(self, round_no: int) -> str | None:
         return self.state()["rounds"].get(str(round_no), {}).get("status")
 

@@ -1,10 +1,12 @@
-"""`pipeline status RUN`: each round's steps, counts, gate verdict, and the promoted model."""
+"""`pipeline status RUN`: each round's steps, counts, gate verdict, where its time went
+(seconds and share per step, engine starts, tokens/s), and the promoted model."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import yaml
 
+from pipeline import timing
 from pipeline.recipes import BUILTIN, ordered
 from pipeline.runstore import STEPS, RunStore
 
@@ -41,8 +43,15 @@ def status_text(run: Path) -> str:
             why = ", ".join(f"{k} {v}" for k, v in t.get("why", {}).items())
             lines.append(f"      teacher ({t['verify']}): {t['read']} read, {t['kept']} kept, "
                          f"{t['dropped']} dropped" + (f" ({why})" if why else ""))
+        if r.get("timing"):
+            lines += time_lines(r["timing"], r.get("wall_s"))
         for why in r.get("reasons", [])[:3]:
             lines.append(f"      - {why}")
+    timed = [r for r in state["rounds"].values() if r.get("timing")]
+    if timed:
+        total = sum(s for r in timed for _, s in timing.breakdown(r["timing"], r.get("wall_s")))
+        lines.append(f"time:     {total:.1f}s in all rounds; "
+                     + totals_text(timing.combine([r["timing"] for r in timed])))
     p = store.promoted()
     lines.append("promoted: " + (f"round {p['round']} ({p['name']}) {p['model']}" if p else
                                  "base model (nothing promoted yet)"))
@@ -50,3 +59,29 @@ def status_text(run: Path) -> str:
     if gguf:
         lines.append(f"export:   {gguf[0]}  (ollama create <name> -f {run / 'export' / 'Modelfile'})")
     return "\n".join(lines)
+
+
+def time_lines(recorded: dict, wall_s: float | None = None) -> list[str]:
+    """A round's time breakdown: `step seconds (share)` in step order, then engines and
+    tokens/s, indented under the round's line."""
+    rows = timing.shares(timing.breakdown(recorded, wall_s))
+    total = sum(sec for _, sec, _ in rows)
+    lines, line = [], f"      time {total:.1f}s:"
+    for k, sec, pct in rows:  # wrapped between steps, never inside one
+        item = f" {k} {sec:.1f}s {pct:.0f}%,"
+        if len(line) + len(item) > 96:
+            lines.append(line)
+            line = " " * 7
+        line += item
+    return lines + [line.rstrip(","), " " * 6 + totals_text(recorded)]
+
+
+def totals_text(recorded: dict) -> str:
+    """`engines: N started (S s), M reused; sampling X tok/s; training Y tok/s`."""
+    n, secs, reused = timing.engine_starts(recorded)
+    out = [f"engines: {n} started ({secs:.1f}s), {reused} reused"]
+    for kind in ("sampling", "training"):
+        t = recorded.get("throughput", {}).get(kind)
+        if t:
+            out.append(f"{kind} {timing.rate(t):.1f} tok/s")
+    return "; ".join(out)

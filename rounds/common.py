@@ -2,11 +2,14 @@
 
 Each step checks the run store first and records itself done only after its output file was
 renamed into place, so a recipe re-run after a kill skips straight to the unfinished step.
+The work of each step is timed (`pipeline.timing`: tasks, sampling, filtering, training) after
+that check, so a skipped step keeps the time it recorded when it ran.
 """
 from __future__ import annotations
 
 import json
 import logging
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -16,9 +19,11 @@ from data.taskfile import load_task_files
 from data.teacher import TeacherTraces, load_teacher
 from data.trajectory import Task, Trajectory
 from data.verify import verify
+from pipeline import timing
 from pipeline.config import RunConfig
 from pipeline.recipes import RoundSettings
 from pipeline.runstore import RunStore
+from pipeline.sampling import release_engine
 from pipeline.sampling.base import SamplingParams
 
 log = logging.getLogger("toolsmith")
@@ -72,6 +77,18 @@ def make_tasks(ctx: RoundContext, step: str = "tasks", namespace: str | None = N
     path = ctx.dir / f"{step}.jsonl"
     if ctx.step_done(step):
         return jsonl.read_all(path, Task)
+    with timing.section("tasks"):
+        out, dropped, info = _generate_tasks(ctx, namespace, kinds)
+    jsonl.write_atomic(path, out)
+    ctx.mark(step, tasks=len(out), decontaminated=dropped, **info)
+    log.info("%s: %d tasks (%d dropped by decontamination: %s)", step, len(out), dropped,
+             info.get("decontaminated_by") or "none")
+    return out
+
+
+def _generate_tasks(ctx: RoundContext, namespace: str | None,
+                    kinds: dict[str, int] | None) -> tuple[list[Task], int, dict]:
+    """(tasks, how many decontamination dropped, counts from task files) for `make_tasks`."""
     s, ns = ctx.settings, namespace or f"round-{ctx.number}"
     out, dropped, by_source = [], 0, {}
     for kind, n in (kinds or s.tasks).items():
@@ -101,11 +118,7 @@ def make_tasks(ctx: RoundContext, step: str = "tasks", namespace: str | None = N
         for source, k in report.by_source.items():
             by_source[source] = by_source.get(source, 0) + k
         info["from_files"] = report.kept
-    jsonl.write_atomic(path, out)
-    ctx.mark(step, tasks=len(out), decontaminated=dropped, **info)
-    log.info("%s: %d tasks (%d dropped by decontamination: %s)", step, len(out), dropped,
-             info.get("decontaminated_by") or "none")
-    return out
+    return out, dropped, info
 
 
 def oracle_trajectories(task_list: list[Task], round_no: int) -> list[Trajectory]:
@@ -130,13 +143,17 @@ def sample(ctx: RoundContext, task_list: list[Task], model_dir: Path, step: str 
         return jsonl.read_all(path, Trajectory)
     s = ctx.settings
     params = SamplingParams(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_new_tokens)
-    with ctx.open_backend(model_dir) as backend:
-        trajs, stats = rollout(task_list, backend, k=k or s.k, round=ctx.number, params=params,
-                               max_context_tokens=ctx.cfg.sampler.max_context_tokens,
-                               require_plan=s.require_plan,
-                               out=path, progress=ctx.progress)
+    with timing.section("sampling"):  # an engine start inside is timed as its own step
+        with ctx.open_backend(model_dir) as backend:
+            trajs, stats = rollout(task_list, backend, k=k or s.k, round=ctx.number,
+                                   params=params,
+                                   max_context_tokens=ctx.cfg.sampler.max_context_tokens,
+                                   require_plan=s.require_plan,
+                                   out=path, progress=ctx.progress)
+    timing.add_tokens("sampling", stats.generated_tokens, stats.wall_s)
     info = stats.as_dict()
     ctx.mark(step, rollouts=len(trajs), successes=sum(t.success for t in trajs),
+             generated_tokens=stats.generated_tokens,
              tokens_per_s=round(info.get("tokens_per_s", 0) or 0, 1))
     log.info("%s: %d rollouts, %d verified successes", step, len(trajs),
              sum(t.success for t in trajs))
@@ -147,6 +164,14 @@ def teacher_trajectories(ctx: RoundContext, task_list: list[Task]) -> list[Traje
     """Optional teacher traces: a Hermes / ShareGPT / OpenAI-messages file, every row checked
     as `teacher.verify` says (drops counted by reason, file and line, never raised), and/or
     an OpenAI-compatible endpoint (its rollouts are executed and verified like samples)."""
+    t = ctx.settings.teacher
+    if not (t.file or t.endpoint):
+        return []
+    with timing.section("teacher"):
+        return _teacher_trajectories(ctx, task_list)
+
+
+def _teacher_trajectories(ctx: RoundContext, task_list: list[Task]) -> list[Trajectory]:
     t = ctx.settings.teacher
     out: list[Trajectory] = []
     if t.file:
@@ -198,13 +223,14 @@ def accept(ctx: RoundContext, rows: list[Trajectory], step: str = "accepted",
     if ctx.step_done(step):
         return jsonl.read_all(path, Trajectory)
     f = ctx.settings.filter
-    kept, r1 = filters.rejection(rows)
-    kept, r2 = filters.dedup(kept)
-    kept, r3 = filters.decontaminate(kept, ctx.decontaminator)
-    kept, r4 = filters.distribution_match(kept, cap_per_task=f.cap_per_task,
-                                          balance=balance or f.balance, max_rows=f.max_rows)
+    with timing.section("filtering"):
+        kept, r1 = filters.rejection(rows)
+        kept, r2 = filters.dedup(kept)
+        kept, r3 = filters.decontaminate(kept, ctx.decontaminator)
+        kept, r4 = filters.distribution_match(kept, cap_per_task=f.cap_per_task,
+                                              balance=balance or f.balance, max_rows=f.max_rows)
+        jsonl.write_atomic(path, kept)
     reports = [r.as_dict() for r in (r1, r2, r3, r4)]
-    jsonl.write_atomic(path, kept)
     by_source: dict[str, int] = {}
     for t in kept:
         by_source[t.source] = by_source.get(t.source, 0) + 1
@@ -225,7 +251,19 @@ def train(ctx: RoundContext, accepted: list[Trajectory], base: Path, step: str =
     model_dir = out_dir / "model"
     if ctx.step_done(step):
         return model_dir
-    stats = train_sft(accepted, base, out_dir, ctx.settings.sft, progress=ctx.progress)
+    with training_step():
+        stats = train_sft(accepted, base, out_dir, ctx.settings.sft, progress=ctx.progress)
+    if stats.get("tokens_seen"):
+        timing.add_tokens("training", stats["tokens_seen"], stats.get("train_seconds", 0.0))
     ctx.stats.setdefault("training", {})[step] = stats
     ctx.mark(step, **{k: v for k, v in stats.items() if isinstance(v, (int, float, str))})
     return model_dir
+
+
+@contextmanager
+def training_step():
+    """Time the body as the `training` step, with no sampler engine alive: a kept engine is
+    closed first, since training needs the memory (on a GPU, and for GRPO's own engine)."""
+    release_engine()
+    with timing.section("training"):
+        yield

@@ -1,7 +1,7 @@
 """Round 5, RL polish: GRPO + LoRA over on-policy rollouts in the same environments, rewarded by
 the verifier (the very function the gates use) plus a small format reward."""
 from pipeline.recipes import RLSettings
-from rounds.common import Candidate, RoundContext, make_tasks
+from rounds.common import Candidate, RoundContext, make_tasks, training_step
 
 SETTINGS = RLSettings
 
@@ -11,8 +11,9 @@ def run(ctx: RoundContext) -> Candidate:
     tasks = make_tasks(ctx)
     model_dir = ctx.dir / "model"
     if not ctx.step_done("train"):
-        stats = train_grpo(tasks, ctx.start_model, ctx.dir, ctx.settings.grpo,
-                           progress=ctx.progress)
+        with training_step():
+            stats = train_grpo(tasks, ctx.start_model, ctx.dir, ctx.settings.grpo,
+                               progress=ctx.progress)
         ctx.stats.setdefault("training", {})["grpo"] = stats
         ctx.mark("train", **{k: v for k, v in stats.items() if isinstance(v, (int, float, str))})
     return Candidate(model_dir, ctx.stats)

@@ -9,11 +9,11 @@ Engines are imported only when a backend is built, so importing this package is 
 from __future__ import annotations
 
 import importlib.util
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
 from .base import Backend, BackendError, Completion, SamplingParams
+from .engines import engine_key, keep_engines, open_engine, release_engine
 
 
 def _vllm(model, **opts):
@@ -63,18 +63,16 @@ def default_backend() -> str:
 
 def backend_opener(sampler) -> Callable:
     """`open_backend(model_dir)`, a context manager yielding the backend that `sampler` (a run
-    config's sampler settings; backend `auto` is `default_backend()`) names, closed on exit.
-    Rounds and gates start one engine per model through it."""
-    @contextmanager
+    config's sampler settings; backend `auto` is `default_backend()`) names. Rounds and gates
+    open their engines through it: inside `keep_engines()` the last engine stays alive for the
+    next open of the same model (see `engines`), elsewhere it is closed on exit."""
     def open_backend(model_dir: Path):
         name = default_backend() if sampler.backend == "auto" else sampler.backend
-        backend = make_backend(name, model_dir, **sampler.options)
-        try:
-            yield backend
-        finally:
-            backend.close()
+        key = engine_key(name, model_dir, sampler.options)
+        return open_engine(key, lambda: make_backend(name, model_dir, **sampler.options))
     return open_backend
 
 
 __all__ = ["Backend", "BackendError", "Completion", "SamplingParams", "BACKENDS",
-           "make_backend", "available_backends", "default_backend", "backend_opener"]
+           "make_backend", "available_backends", "default_backend", "backend_opener", "keep_engines",
+           "release_engine"]

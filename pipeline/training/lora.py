@@ -11,6 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
+from pipeline import timing
 from pipeline.models import load_model, load_tokenizer
 from pipeline.training.consistency import training_template
 from pipeline.training.curves import plot_curves, step_rows
@@ -83,7 +84,8 @@ def finish(trainer, model_dir: Path, out_dir: Path, log_path: Path, png: Path,
     for every process, and return the log's step rows."""
     save_adapter(trainer, out_dir / "adapter")
     if trainer.accelerator.is_main_process:
-        merge_adapter(model_dir, out_dir / "adapter", out_dir / "model")
+        with timing.section("merge"):  # its own step in the round's time breakdown
+            merge_adapter(model_dir, out_dir / "adapter", out_dir / "model")
         plot_curves(log_path, png, panels, title)
     trainer.accelerator.wait_for_everyone()
     return step_rows(log_path, panels)
