@@ -193,9 +193,10 @@ def _unit_param(quantity: str) -> dict | None:
 def find_tool(res: Resource, verb: str, name_param: str) -> Spec:
     pname = param(res.style, name_param)
     cat = param(res.style, res.cat_param)
+    label = res.cat_param.replace("_", " ")
     decl = tool(tool_name(res.style, verb, res.noun),
-                f"Find {a_(res.noun)} by its exact name; returns its id, {res.cat_param.replace('_', ' ')} "
-                f"and whether it is active.",
+                f"Find {a_(res.noun)} by its exact name; returns its id, {label} and whether "
+                "it is active.",
                 {pname: {"type": "string", "description": f"exact {res.noun} name"}})
 
     def body(a):

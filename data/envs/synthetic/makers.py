@@ -14,7 +14,7 @@ from typing import Callable
 
 from ..base import Example, fmt_num
 from . import vocab
-from .family import Family, Record, Resource, Spec, a_, in_unit
+from .family import Family, Record, Spec, a_
 
 EXTRA_TOOLS = (1, 2)   # tools offered beside the relevant ones
 MAX_TOOLS = 4
