@@ -7,10 +7,41 @@ from pipeline.bench import train as bench
 def test_bench_train_modes_side_by_side(tmp_path, capsys):
     out = tmp_path / "train.json"
     assert bench.main(["--model", "tiny:64", "--rows", "4", "--steps", "1", "--grpo-steps", "0",
-                       "--json", str(out)]) == 0
+                       "--lora-dropout", "0", "--json", str(out)]) == 0
     res = json.loads(out.read_text())
-    assert list(res["sft"]) == list(bench.MODES)
-    pf, full = res["sft"]["padding-free"], res["sft"]["pf-full-head"]
+    sft = res["sft"]
+    assert list(sft) == list(bench.MODES)
+    pf, full = sft["padding-free"], sft["pf-full-head"]
     assert pf["tokens"] == full["tokens"] > 0          # same rows, same tokens, two heads
-    assert all(r["steps"] == 1 and r["tokens_per_s"] > 0 for r in res["sft"].values())
-    assert "pf-full-head" in capsys.readouterr().out
+    assert all(r["steps"] == 1 and r["tokens_per_s"] > 0 for r in sft.values())
+    # one batch of all 4 rows: the shared prefix counts as row tokens, not as saved compute
+    shared, grouped = sft["shared-prefix"], sft["padded-grouped"]
+    assert shared["tokens"] == grouped["tokens"] == sft["padded"]["tokens"]
+    assert shared["prefix_tokens_shared"] > 0 == grouped["prefix_tokens_shared"]
+    assert res["loss_agreement"]["steps"] == 1
+    assert res["loss_agreement"]["max_abs_diff"] < 1e-5
+    assert sft["padded"]["vs_baseline"] == 1.0
+    printed = capsys.readouterr().out
+    assert "pf-full-head" in printed and "shared-prefix vs padded-grouped" in printed
+
+
+def test_scaled_keeps_the_mix():
+    grounding = {"single": 14, "parallel": 8, "chained": 84, "recovery": 60, "irrelevance": 8,
+                 "reasoning": 14}
+    # 47 / 188 = 1/4 of each (3.5 rounds to 4; irrelevance 2 stays)
+    assert bench.scaled(grounding, 47) == {"single": 4, "parallel": 2, "chained": 21,
+                                           "recovery": 15, "irrelevance": 2, "reasoning": 4}
+    assert bench.scaled({"single": 1, "chained": 99}, 10) == {"single": 1, "chained": 10}
+
+
+def test_mix_takes_the_round_tasks_domains_and_settings():
+    from pipeline import config
+    grounding = config.load(preset="default").rounds["grounding"]
+    counts, domains, sft = bench.workload(bench.parse_args(["--mix", "grounding", "--steps", "3",
+                                                            "--lora-dropout", "0"]))
+    assert counts == grounding.tasks and domains == grounding.domains
+    assert (sft["lr"], sft["batch_size"], sft["max_length"]) == (1e-3, 4, 1024)
+    assert (sft["lora"]["r"], sft["lora"]["alpha"], sft["lora"]["dropout"]) == (32, 64, 0.0)
+    assert sft["max_steps"] == 3
+    rows = bench.oracle_rows({"chained": 7}, domains)
+    assert len({r.domain for r in rows}) == 7 == len(grounding.domains)   # cycled, one each

@@ -1,18 +1,29 @@
-"""`pipeline bench train`: SFT tokens/s, padded against padding-free and packed, and GRPO s/step.
+"""`pipeline bench train`: SFT tokens/s of every batching mode on the same rows, and GRPO s/step.
 
-The same oracle rows go through TRL's default padded batching, padding-free batching (with
-TRL's fused LM head scoring every position, as shipped, and only labelled positions, as the
-pipeline trains: `pipeline.training.fused_head`) and best-fit-decreasing packing, one epoch each (or `--steps` steps), in one run. Each measurement
-runs in its own fresh process, so the peak RSS printed is that mode's own. Tokens/s counts real
-(non-padding) tokens over the trainer's runtime. `--json PATH` writes the same figures.
+The same oracle rows go through TRL's default padded batching (random order), padding-free
+batching (with TRL's fused LM head scoring every position, as shipped, and only labelled
+positions: `pipeline.training.fused_head`), best-fit-decreasing packing, padded batches in
+prefix-grouped order, and those batches with their shared prefix run once
+(`pipeline.training.prefix_share`). Each measurement runs in its own fresh process, so the peak
+RSS printed is that mode's own; `--repeats R` runs every mode R times back to back and prints
+medians (ratios are taken within a repeat, which shares the machine's load). Tokens/s counts
+real (non-padding) row tokens over the trainer's runtime, whatever the mode computed; CPU
+seconds (all threads) are printed beside it, since on a shared machine they move less with
+other jobs' load than wall time. `--threads N` sets torch's threads in every mode. The
+shared-prefix losses of the first steps are compared with those of the padded batches in the
+same grouped order (identical batches). `--mix grounding` trains on a round's task mix and SFT
+settings from the default preset, its tasks made as the round makes them (domains cycled).
+`--json PATH` writes the same figures.
 
     python -m pipeline.bench.train --model tiny:64 --rows 16 --max-length 1024
+    pipeline bench train --mix grounding --steps 20 --grpo-steps 0 --threads 1 --repeats 2
 """
 from __future__ import annotations
 
 import argparse
 import json
 import resource
+import statistics
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -20,26 +31,48 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from data.jsonl import write_text_atomic
-from data.tasks import KINDS, generate
+from data.tasks import KINDS, domain_cycle, generate, make
 from data.trajectory import Trajectory
 from pipeline.models import EMBEDDED, resolve
 
-MODES = {"padded": {"padding_free": False, "packing": False},
+# Batching of each mode (SFTSettings fields); two modes also change what the trainer does.
+MODES = {"padded": {"share_prefix": False, "padding_free": False, "packing": False},
          # TRL's fused LM head as shipped: every position through the vocabulary on CPU
-         "pf-full-head": {"padding_free": True, "packing": False},
-         "padding-free": {"padding_free": True, "packing": False},
-         "packing": {"padding_free": True, "packing": True}}
+         "pf-full-head": {"share_prefix": False, "padding_free": True, "packing": False},
+         "padding-free": {"share_prefix": False, "padding_free": True, "packing": False},
+         "packing": {"share_prefix": False, "padding_free": True, "packing": True},
+         # the shared-prefix batches, each run as a plain padded forward
+         "padded-grouped": {"share_prefix": True, "padding_free": False, "packing": False},
+         "shared-prefix": {"share_prefix": True, "padding_free": False, "packing": False}}
+BASELINE = "padded"
+LOSS_PAIR = ("shared-prefix", "padded-grouped")   # same batches, two forwards
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="pipeline bench train", description=__doc__.split("\n")[0])
     ap.add_argument("--model", default=EMBEDDED, help="model reference or HF directory")
-    ap.add_argument("--rows", type=int, default=16, help="oracle trajectories to train on")
+    ap.add_argument("--mix", default=None,
+                    help="a round of the default preset (e.g. grounding): its task mix and its "
+                         "SFT settings (flags below still override)")
+    ap.add_argument("--rows", type=int, default=None,
+                    help="oracle trajectories (default 16; with --mix the round's count, "
+                         "scaled to this when given)")
     ap.add_argument("--kinds", default="reasoning,single,parallel,chained,recovery,irrelevance",
-                    help=f"comma list from {','.join(KINDS)} (mixed lengths, as in a round)")
-    ap.add_argument("--max-length", type=int, default=1024, help="row / packed block limit")
-    ap.add_argument("--batch-size", type=int, default=4, help="rows (or packed blocks) per step")
+                    help=f"comma list from {','.join(KINDS)} (without --mix)")
+    ap.add_argument("--modes", default=",".join(MODES), help="comma list of SFT modes")
+    ap.add_argument("--max-length", type=int, default=None, help="row / packed block limit "
+                                                                 "(default 1024)")
+    ap.add_argument("--batch-size", type=int, default=None, help="rows per step (default 4)")
+    ap.add_argument("--lr", type=float, default=None, help="learning rate")
+    ap.add_argument("--lora-r", type=int, default=None, help="LoRA rank")
+    ap.add_argument("--lora-alpha", type=int, default=None, help="LoRA alpha")
+    ap.add_argument("--lora-dropout", type=float, default=None, help="LoRA dropout")
     ap.add_argument("--steps", type=int, default=-1, help="cap on SFT steps (-1: one epoch)")
+    ap.add_argument("--loss-steps", type=int, default=10,
+                    help="first logged steps whose losses are compared")
+    ap.add_argument("--repeats", type=int, default=1, help="runs of every mode (medians)")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="torch threads in every SFT mode (0: torch's default)")
     ap.add_argument("--grpo-steps", type=int, default=2, help="GRPO steps (0 skips GRPO)")
     ap.add_argument("--group-size", type=int, default=4, help="GRPO rollouts per task")
     ap.add_argument("--max-new-tokens", type=int, default=32, help="GRPO tokens per turn")
@@ -47,36 +80,93 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def oracle_rows(n: int, kinds: list[str]) -> list[Trajectory]:
-    per = {k: n // len(kinds) + (i < n % len(kinds)) for i, k in enumerate(kinds)}
-    tasks = generate({k: c for k, c in per.items() if c}, namespace="bench")
+def oracle_rows(per_kind: dict[str, int], domains: list[str] | None = None) -> list[Trajectory]:
+    """Oracle demonstrations of the tasks, domains cycled task by task as a round does."""
+    tasks = [make(kind, i, split="train", namespace="bench",
+                  domains=domain_cycle(kind, i, domains))
+             for kind, n in per_kind.items() for i in range(n)]
     return [Trajectory(id=t.id, task_id=t.id, domain=t.domain, kind=t.kind,
                        messages=t.messages() + t.oracle, tools=t.tools, finish="answer",
                        source="oracle") for t in tasks]
+
+
+def spread(n: int, kinds: list[str]) -> dict[str, int]:
+    return {k: n // len(kinds) + (i < n % len(kinds)) for i, k in enumerate(kinds)}
+
+
+def scaled(counts: dict[str, int], n: int) -> dict[str, int]:
+    """`counts` scaled to about `n` in all, every kind kept with at least one row."""
+    total = sum(counts.values())
+    return {k: max(1, round(c * n / total)) for k, c in counts.items() if c}
+
+
+def workload(args: argparse.Namespace) -> tuple[dict[str, int], list[str] | None, dict]:
+    """Task counts, their domains and the SFT settings (as a dict) every mode starts from."""
+    from pipeline.training.settings import LoraSettings, SFTSettings
+    if args.mix:
+        from pipeline import config
+        rounds = config.load(preset="default").rounds
+        sft_rounds = [name for name, r in rounds.items() if hasattr(r, "sft")]
+        if args.mix not in sft_rounds:
+            raise SystemExit(f"--mix: {args.mix!r} is not an SFT round of the default preset; "
+                             f"choose from {', '.join(sft_rounds)}")
+        counts = dict(rounds[args.mix].tasks)
+        counts = scaled(counts, args.rows) if args.rows else counts
+        domains, base = rounds[args.mix].domains or None, rounds[args.mix].sft
+    else:
+        kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+        bad = [k for k in kinds if k not in KINDS]
+        if bad:
+            raise SystemExit(f"--kinds: unknown {bad}; choose from {', '.join(KINDS)}")
+        counts, domains = spread(args.rows or 16, kinds), None
+        base = SFTSettings(max_length=1024, batch_size=4)
+    lora = base.lora.model_dump()
+    for flag, key in (("lora_r", "r"), ("lora_alpha", "alpha"), ("lora_dropout", "dropout")):
+        if getattr(args, flag) is not None:
+            lora[key] = getattr(args, flag)
+    sft = {"lora": LoraSettings(**lora).model_dump(), "lr": args.lr or base.lr,
+           "batch_size": args.batch_size or base.batch_size,
+           "max_length": args.max_length or base.max_length, "bf16": base.bf16,
+           "seed": base.seed, "max_steps": args.steps, "epochs": 1, "save_steps": 10_000,
+           "logging_steps": 1}
+    return counts, domains, sft
 
 
 def peak_rss_mib() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # KiB on Linux
 
 
-def _sft_child(mode: str, model_dir: str, rows: list[Trajectory], args: dict) -> dict:
+def _sft_child(mode: str, model_dir: str, rows: list[Trajectory], sft: dict,
+               threads: int) -> dict:
     """One SFT measurement (runs in a fresh process)."""
-    from pipeline.training import sft
+    import torch
+    from transformers.trainer_callback import PrinterCallback
+
+    from pipeline.training import sft as sft_module
     from pipeline.training.settings import SFTSettings
     from pipeline.training.sft import sft_trainer
     if mode == "pf-full-head":  # a fresh process: TRL's own switch stays untouched
-        sft.score_labelled_positions_only = lambda: False
-    settings = SFTSettings(max_length=args["max_length"], batch_size=args["batch_size"],
-                           max_steps=args["steps"], epochs=1, save_steps=10_000,
-                           logging_steps=10_000, **MODES[mode])
+        sft_module.score_labelled_positions_only = lambda: False
+    if threads:
+        torch.set_num_threads(threads)
+    settings = SFTSettings(**sft, **MODES[mode])
     with tempfile.TemporaryDirectory() as tmp:
         trainer, info = sft_trainer(rows, Path(model_dir), Path(tmp), settings, progress=False)
+        if mode == "padded-grouped":
+            trainer.share_prefix = False   # grouped batches, each a plain padded forward
+        trainer.remove_callback(PrinterCallback)   # losses are read from the log history
+        cpu0 = time.process_time()
         result = trainer.train()
+        cpu = time.process_time() - cpu0
     runtime = result.metrics["train_runtime"]
     seen = int(trainer.state.num_input_tokens_seen)
     return {"mode": mode, "rows": info["rows_used"], "steps": trainer.state.global_step,
             "tokens": seen, "seconds": round(runtime, 2),
-            "tokens_per_s": round(seen / runtime, 1), "peak_rss_mib": peak_rss_mib()}
+            "tokens_per_s": round(seen / runtime, 1), "cpu_seconds": round(cpu, 1),
+            "tokens_per_cpu_s": round(seen / cpu, 1), "threads": torch.get_num_threads(),
+            "peak_rss_mib": peak_rss_mib(),
+            "prefix_tokens_shared": trainer.prefix_tokens_shared,
+            "losses": [r["loss"] for r in trainer.state.log_history if "loss" in r]}
 
 
 def _grpo_child(model_dir: str, args: dict) -> dict:
@@ -99,17 +189,54 @@ def _in_fresh_process(fn, *a):
         return pool.submit(fn, *a).result()
 
 
+def summarise(runs: list[dict[str, dict]], loss_steps: int) -> dict:
+    """Per mode: the median run (by tokens/s), the median of its per-repeat ratio to the
+    baseline, every repeat's tokens/s; and the loss agreement of the shared-prefix pair."""
+    out = {}
+    for mode in runs[0]:
+        per = [r[mode] for r in runs]
+        med = sorted(per, key=lambda r: r["tokens_per_s"])[(len(per) - 1) // 2]
+        out[mode] = {**med, "repeats_tokens_per_s": [r["tokens_per_s"] for r in per]}
+        for key, ratio in (("tokens_per_s", "vs_baseline"),
+                           ("tokens_per_cpu_s", "cpu_vs_baseline")):
+            ratios = [r[mode][key] / r[BASELINE][key] for r in runs if BASELINE in r]
+            out[mode][key] = statistics.median(r[key] for r in per)
+            out[mode][ratio] = round(statistics.median(ratios), 3) if ratios else None
+    agreement = None
+    a, b = LOSS_PAIR
+    if a in out and b in out:
+        diffs = [max((abs(x - y) for x, y in zip(r[a]["losses"][:loss_steps],
+                                                  r[b]["losses"][:loss_steps])), default=0.0)
+                 for r in runs]
+        agreement = {"modes": list(LOSS_PAIR), "steps": min(loss_steps, len(out[a]["losses"])),
+                     "max_abs_diff": max(diffs)}
+    return {"sft": out, "loss_agreement": agreement}
+
+
 def table(results: dict) -> str:
-    sft = results["sft"]
-    base = sft["padded"]["tokens_per_s"]
-    lines = [f"SFT on {results['model']}: {sft['padded']['rows']} rows, max_length "
-             f"{results['args']['max_length']}, batch {results['args']['batch_size']}",
-             f"{'mode':<14}{'steps':>6}{'tokens':>9}{'seconds':>9}{'tokens/s':>10}"
-             f"{'vs padded':>11}{'peak RSS MiB':>14}"]
+    sft, args = results["sft"], results["args"]
+    first = next(iter(sft.values()))
+    lines = [f"SFT on {results['model']}: {first['rows']} rows, max_length {args['max_length']}, "
+             f"batch {args['batch_size']}, lr {args['lr']}, LoRA r {args['lora']['r']} alpha "
+             f"{args['lora']['alpha']} dropout {args['lora']['dropout']}, "
+             f"{first['threads']} thread(s), {results['repeats']} repeat(s), medians",
+             f"{'mode':<16}{'steps':>6}{'tokens':>8}{'seconds':>9}{'tokens/s':>10}"
+             f"{'vs ' + BASELINE:>11}{'CPU s':>8}{'tok/CPU-s':>10}{'vs ' + BASELINE:>11}"
+             f"{'shared':>8}{'peak RSS MiB':>14}"]
+
+    def ratio(x):
+        return f"{x:>10.2f}x" if x is not None else f"{'-':>11}"
     for mode, r in sft.items():
-        lines.append(f"{mode:<14}{r['steps']:>6}{r['tokens']:>9}{r['seconds']:>9.1f}"
-                     f"{r['tokens_per_s']:>10.1f}{r['tokens_per_s'] / base:>10.2f}x"
-                     f"{r['peak_rss_mib']:>14.0f}")
+        shared = r["prefix_tokens_shared"] / r["tokens"] if r["tokens"] else 0.0
+        lines.append(f"{mode:<16}{r['steps']:>6}{r['tokens']:>8}{r['seconds']:>9.1f}"
+                     f"{r['tokens_per_s']:>10.1f}{ratio(r['vs_baseline'])}"
+                     f"{r['cpu_seconds']:>8.0f}{r['tokens_per_cpu_s']:>10.1f}"
+                     f"{ratio(r['cpu_vs_baseline'])}{shared:>8.1%}{r['peak_rss_mib']:>14.0f}")
+    agree = results.get("loss_agreement")
+    if agree:
+        lines.append(f"loss, first {agree['steps']} steps, {agree['modes'][0]} vs "
+                     f"{agree['modes'][1]} (same batches): max |diff| "
+                     f"{agree['max_abs_diff']:.2e}")
     g = results.get("grpo")
     if g:
         lines.append(f"GRPO: {g['seconds_per_step']} s/step over {g['steps']} steps (group "
@@ -120,24 +247,25 @@ def table(results: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
-    bad = [k for k in kinds if k not in KINDS]
-    if bad:
-        raise SystemExit(f"--kinds: unknown {bad}; choose from {', '.join(KINDS)}")
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        raise SystemExit(f"--modes: unknown {bad}; choose from {', '.join(MODES)}")
+    counts, domains, sft = workload(args)
     model_dir = str(resolve(args.model))
-    rows = oracle_rows(args.rows, kinds)
-    opts = vars(args) | {"json": None}
-    results = {"model": args.model, "args": {k: v for k, v in opts.items() if k != "json"},
-               "sft": {}}
+    rows = oracle_rows(counts, domains)
+    results = {"model": args.model, "tasks": counts, "domains": domains, "args": sft,
+               "repeats": args.repeats}
     t0 = time.perf_counter()
-    for mode in MODES:
-        results["sft"][mode] = _in_fresh_process(_sft_child, mode, model_dir, rows, opts)
+    runs = [{mode: _in_fresh_process(_sft_child, mode, model_dir, rows, sft, args.threads)
+             for mode in modes} for _ in range(args.repeats)]
+    results |= summarise(runs, args.loss_steps)
     if args.grpo_steps > 0:
-        results["grpo"] = _in_fresh_process(_grpo_child, model_dir, opts)
+        results["grpo"] = _in_fresh_process(_grpo_child, model_dir, vars(args) | {"json": None})
     results["wall_seconds"] = round(time.perf_counter() - t0, 1)
     print(table(results))
     if args.json:
-        write_text_atomic(args.json, json.dumps(results, indent=2))
+        write_text_atomic(args.json, json.dumps(results, indent=2, default=str))
     return 0
 
 

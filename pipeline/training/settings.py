@@ -10,6 +10,8 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+# Shared-prefix batches are the default SFT batching (see pipeline/training/prefix_share.py).
+SHARE_PREFIX_DEFAULT = True
 DEFAULT_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -74,8 +76,15 @@ class SFTSettings(Settings):
                                                      "never truncated")
     packing: bool = Field(False, description="pack rows into max_length blocks (best-fit "
                                              "decreasing, padding-free); for long-context rounds")
-    padding_free: bool = Field(True, description="flatten each batch into one sequence without "
-                                                 "padding (attention kept per row)")
+    share_prefix: bool | None = Field(
+        None, description="padded batches of rows sharing a token prefix (system prompt, tool "
+                          "declarations), that prefix run once per batch; same loss and "
+                          "gradients. Unset: on unless packing, padding_free or "
+                          "gradient_checkpointing is set (those flatten the batch or drop the "
+                          "prefix cache)")
+    padding_free: bool | None = Field(None, description="flatten each batch into one sequence "
+                                                        "without padding (attention kept per "
+                                                        "row). Unset: true unless share_prefix")
     bf16: bool = Field(default_factory=bf16_supported,
                        description="bf16 autocast; default true only where the CPU/GPU supports it")
     gradient_checkpointing: bool = Field(False, description="recompute activations to save memory "
@@ -91,7 +100,27 @@ class SFTSettings(Settings):
                              "no AVX-512 BF16/AMX): set sft.bf16: false")
         if self.max_steps == 0 or self.max_steps < -1:
             raise ValueError("sft.max_steps must be -1 (use epochs) or a positive step count")
+        self._resolve_batching()
         return self
+
+    def _resolve_batching(self) -> None:
+        """share_prefix needs padded batches with a KV cache: packing and padding_free flatten
+        the batch, gradient checkpointing drops the cache. Unset, it yields to them; set, the
+        conflict is an error. Resolved values are what the run records."""
+        blockers = [name for name, on in (("packing", self.packing),
+                                          ("padding_free", self.padding_free),
+                                          ("gradient_checkpointing",
+                                           self.gradient_checkpointing)) if on]
+        if self.share_prefix is None:
+            self.share_prefix = SHARE_PREFIX_DEFAULT and not blockers
+        elif self.share_prefix and blockers:
+            raise ValueError(f"sft.share_prefix is true but so is sft.{blockers[0]}: shared "
+                             "prefixes run padded batches with a KV cache (packing and "
+                             "padding_free flatten the batch; gradient checkpointing drops "
+                             f"the cache). Set sft.share_prefix: false or sft.{blockers[0]}: "
+                             "false")
+        if self.padding_free is None:
+            self.padding_free = not self.share_prefix
 
 
 class GRPOSettings(Settings):

@@ -2,6 +2,8 @@
 
 Reads top to bottom: check token consistency, build rows (drop and count what cannot be
 trained), configure TRL, train (resuming from the last checkpoint), save the adapter, merge.
+With `share_prefix` (the default) batches group rows by their token prefix and run it once
+(`pipeline/training/prefix_share.py`).
 
 Loss falls only on assistant tokens of every assistant turn: TRL's `assistant_only_loss` reads
 the `{% generation %}` markers of `data/chat_template_training.jinja` (content + `<|im_end|>`
@@ -72,7 +74,8 @@ def sft_trainer(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
     consistency counts; `train_sft` runs it, the training benchmark times it."""
     from datasets import Dataset
     from transformers import set_seed
-    from trl import SFTTrainer
+
+    from pipeline.training.prefix_share import PrefixSharingSFTTrainer
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     set_seed(settings.seed)  # before the adapter is created: its init is random
@@ -101,11 +104,13 @@ def sft_trainer(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
     # 3. Trainer; the log callback cuts rows a resumed run will log again.
     resume, resume_step = last_checkpoint(out_dir / "checkpoints")
     score_labelled_positions_only()
-    trainer = SFTTrainer(model=load_base(model_dir, settings.lora),
-                         args=sft_config(settings, out_dir / "checkpoints", progress),
-                         train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
-                         peft_config=lora_config(settings.lora),
-                         callbacks=[JsonlLog(out_dir / "train_log.jsonl", resume_step)])
+    trainer = PrefixSharingSFTTrainer(
+        model=load_base(model_dir, settings.lora),
+        args=sft_config(settings, out_dir / "checkpoints", progress),
+        train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+        peft_config=lora_config(settings.lora),
+        callbacks=[JsonlLog(out_dir / "train_log.jsonl", resume_step)],
+        group_by_prefix=settings.share_prefix, share_prefix=settings.share_prefix)
     info = {"rows_in": len(trajectories), "rows_used": len(rows),
             "rows_dropped_inconsistent": len(bad), **row_stats,
             "consistency": {k: v for k, v in consistency.items() if k != "bad_ids"},
@@ -135,4 +140,6 @@ def train_sft(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
             "tokens_per_s": round(seen / runtime, 2) if runtime else 0.0,
             "first_loss": losses[0] if losses else None,
             "final_loss": losses[-1] if losses else None,
-            "packing": settings.packing, "padding_free": settings.padding_free}
+            "packing": settings.packing, "padding_free": settings.padding_free,
+            "share_prefix": settings.share_prefix,
+            "prefix_tokens_shared": trainer.prefix_tokens_shared}
