@@ -164,7 +164,8 @@ def _rules_html(reports) -> str:
 
 # One colour per step of `timing.STEP_ORDER`; steps of one's own recipes get grey.
 STEP_COLORS = {"tasks": "#8ecae6", "teacher": "#219ebc", "engine_start": "#e63946",
-               "sampling": "#f4a261", "filtering": "#e9c46a", "training": "#2a9d8f",
+               "engine_stop": "#f28482", "sampling": "#f4a261", "filtering": "#e9c46a",
+               "training": "#2a9d8f",
                "merge": "#7fb8a4", "gate_baseline": "#6d597a", "gate_candidate": "#b56576",
                "export": "#457b9d", "load_check": "#a8dadc", "other": "#cccccc"}
 

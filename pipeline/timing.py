@@ -25,8 +25,9 @@ from contextvars import ContextVar
 from typing import Callable
 
 # Display order of the steps a round records (unknown names follow, in recorded order).
-STEP_ORDER = ("tasks", "teacher", "engine_start", "sampling", "filtering", "training", "merge",
-              "gate_baseline", "gate_candidate", "export", "load_check", "other")
+STEP_ORDER = ("tasks", "teacher", "engine_start", "engine_stop", "sampling", "filtering",
+              "training", "merge", "gate_baseline", "gate_candidate", "export", "load_check",
+              "other")
 
 _current: ContextVar["StepTimer | None"] = ContextVar("toolsmith_step_timer", default=None)
 

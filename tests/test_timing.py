@@ -115,6 +115,7 @@ def test_opener_reuses_the_same_model_and_closes_on_a_change(fake, tmp_path):
     assert [s["model"] for s in slot.starts] == [f"{tmp_path.name}/{m}" for m in "abb"]
     assert slot.reuses == 1
     assert timer.counts["engine_start"] == 3 and timer.counts["engine_reuse"] == 1
+    assert timer.counts["engine_stop"] == 3  # on the change, before training, at the end
     assert [e["model"].split("/")[-1] for e in timer.events] == ["a", "b", "b"]
 
 
@@ -161,14 +162,15 @@ def tiny_round(tmp_path_factory):
 def test_a_round_records_its_time_breakdown(tiny_round):
     r = json.loads((tiny_round / "state.json").read_text())["rounds"]["1"]
     t = r["timing"]
-    for step in ("tasks", "engine_start", "sampling", "filtering", "training", "merge",
-                 "gate_baseline", "gate_candidate"):
+    for step in ("tasks", "engine_start", "engine_stop", "sampling", "filtering", "training",
+                 "merge", "gate_baseline", "gate_candidate"):
         assert t["steps"][step] >= 0.0, step
     assert "export" not in t["steps"]  # export is off
     assert t["steps"]["training"] > 0.5 and t["steps"]["engine_start"] > 0.0
     # the baseline evaluation starts the base model's engine; sampling reuses it; training
     # closes it; the candidate's evaluation starts a second one
     assert t["counts"]["engine_start"] == 2 and t["counts"]["engine_reuse"] == 1
+    assert t["counts"]["engine_stop"] == 1  # before training; the last one at the run's end
     assert [e["model"] for e in t["events"]][1] == "round-1-grounding/model"
     s = t["throughput"]["sampling"]
     done = r["done"]["rollouts"]

@@ -6,11 +6,14 @@ candidate evaluated at the gate is the model the next round samples. Inside `kee
 (the round loop holds one for the whole run) `backend_opener` hands out the engine it opened
 last again when the backend, resolved model directory and options match; opening anything
 else closes it first, so at most one engine lives at a time. `release_engine()` closes it
-early (rounds call it before training, which needs the memory). Outside `keep_engines()`
-every open starts an engine and closes it when its `with` block ends.
+early: rounds call it before training, which needs the memory (an idle vLLM-CPU engine uses
+almost no CPU, but holds its weights and KV cache; on a GPU its reserved share). Nothing after
+training needs that engine: the loop evaluates a round's baseline before its recipe. Outside
+`keep_engines()` every open starts an engine and closes it when its `with` block ends.
 
-Every start is timed as the `engine_start` step of the running `pipeline.timing` timer, and
-every hand-out of a kept engine is counted there as `engine_reuse`.
+Every start is timed as the `engine_start` step of the running `pipeline.timing` timer, every
+close as `engine_stop` (a vLLM engine takes seconds to shut its processes down), and every
+hand-out of a kept engine is counted there as `engine_reuse`.
 """
 from __future__ import annotations
 
@@ -58,7 +61,7 @@ class EngineSlot:
         """Close the kept engine, if any (its memory is free afterwards)."""
         backend, self.backend, self.key = self.backend, None, None
         if backend is not None:
-            backend.close()
+            stop(backend)
 
 
 def timed_start(key: tuple, start: Callable[[], Backend], starts: list[dict] | None = None
@@ -72,6 +75,12 @@ def timed_start(key: tuple, start: Callable[[], Backend], starts: list[dict] | N
         starts.append({"backend": key[0], "model": short_model(key[1]), "seconds": seconds})
     log.info("engine: %s started on %s in %.1f s", key[0], short_model(key[1]), seconds)
     return backend
+
+
+def stop(backend: Backend) -> None:
+    """`backend.close()`, timed as an `engine_stop` step."""
+    with timing.section("engine_stop"):
+        backend.close()
 
 
 def short_model(path: str) -> str:
@@ -117,7 +126,7 @@ def open_engine(key: tuple, start: Callable[[], Backend]):
         try:
             yield backend
         finally:
-            backend.close()
+            stop(backend)
         return
     backend = slot.get(key, start)
     try:
