@@ -45,3 +45,26 @@ def test_mix_takes_the_round_tasks_domains_and_settings():
     assert sft["max_steps"] == 3
     rows = bench.oracle_rows({"chained": 7}, domains)
     assert len({r.domain for r in rows}) == 7 == len(grounding.domains)   # cycled, one each
+
+
+def test_summary_takes_medians_and_skips_a_killed_mode():
+    def run(mode, tps, cpu, losses):
+        return {"mode": mode, "tokens_per_s": tps, "tokens_per_cpu_s": cpu, "losses": losses}
+    runs = [{"padded": run("padded", 100.0, 50.0, [2.0, 1.5]),
+             "padded-grouped": run("padded-grouped", 120.0, 60.0, [2.0, 1.5]),
+             "shared-prefix": run("shared-prefix", 180.0, 90.0, [2.0004, 1.5])},
+            {"padded": run("padded", 50.0, 40.0, [2.0, 1.5]),
+             "padded-grouped": {"mode": "padded-grouped", "failed": "killed"},
+             "shared-prefix": run("shared-prefix", 80.0, 80.0, [2.0, 1.5])}]
+    res = bench.summarise(runs, loss_steps=2)
+    shared = res["sft"]["shared-prefix"]
+    assert shared["tokens_per_s"] == 130.0                  # median of 180 and 80
+    assert shared["vs_baseline"] == 1.7                     # median of 1.8 and 1.6
+    assert shared["cpu_vs_baseline"] == 1.9                 # median of 1.8 and 2.0
+    assert res["sft"]["padded-grouped"]["vs_baseline"] == 1.2   # the finished repeat only
+    assert res["loss_agreement"]["repeats"] == 1
+    assert abs(res["loss_agreement"]["max_abs_diff"] - 4e-4) < 1e-9
+    runs[0]["padded-grouped"] = runs[1]["padded-grouped"]
+    res = bench.summarise(runs, loss_steps=2)
+    assert res["sft"]["padded-grouped"]["failed"] == "killed"
+    assert res["loss_agreement"] is None

@@ -128,3 +128,28 @@ def test_share_prefix_conflicts_fail_clearly_and_defaults_yield():
     assert off.padding_free is True
     again = SFTSettings(**SFTSettings().model_dump())     # a recorded run.yaml reloads
     assert again.share_prefix is True and again.padding_free is False
+
+
+def test_resume_replays_the_grouped_order(tmp_path):
+    import json
+    import shutil
+
+    from pipeline.training.sft import train_sft
+    tasks = generate({"single": 8}, namespace="t")
+    rows = [Trajectory(id=t.id, task_id=t.id, domain=t.domain, kind=t.kind,
+                       messages=t.messages() + t.oracle, tools=t.tools, finish="answer",
+                       source="oracle") for t in tasks]
+    settings = SFTSettings(lora=LoraSettings(r=8, alpha=16, dropout=0.0), batch_size=2, lr=1e-2,
+                           max_steps=3, max_length=1024, save_steps=1)
+
+    def losses():
+        log = (tmp_path / "train_log.jsonl").read_text().splitlines()
+        return [json.loads(x)["loss"] for x in log if "loss" in json.loads(x)]
+    stats = train_sft(rows, tiny_model_dir(64), tmp_path, settings, progress=False)
+    assert stats["share_prefix"] and stats["prefix_tokens_shared"] > 0
+    straight = losses()
+    for name in ("checkpoints/checkpoint-3", "adapter", "model"):   # killed during step 3
+        shutil.rmtree(tmp_path / name)
+    stats = train_sft(rows, tiny_model_dir(64), tmp_path, settings, progress=False)
+    assert stats["resumed_from_step"] == 2 and stats["steps"] == 3
+    assert len(straight) == 3 and losses() == pytest.approx(straight, abs=1e-6)

@@ -27,6 +27,7 @@ import statistics
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -189,33 +190,49 @@ def _in_fresh_process(fn, *a):
         return pool.submit(fn, *a).result()
 
 
+def _measure(mode: str, *a) -> dict:
+    """One mode's result, or why it has none: on a shared machine the kernel's OOM killer may
+    end one mode's process; the other modes still run."""
+    try:
+        return _in_fresh_process(_sft_child, mode, *a)
+    except BrokenProcessPool:
+        return {"mode": mode, "failed": "its process was killed (out of memory?)"}
+
+
 def summarise(runs: list[dict[str, dict]], loss_steps: int) -> dict:
     """Per mode: the median run (by tokens/s), the median of its per-repeat ratio to the
-    baseline, every repeat's tokens/s; and the loss agreement of the shared-prefix pair."""
+    baseline, every repeat's tokens/s; and the loss agreement of the shared-prefix pair.
+    Ratios and loss differences come only from repeats where both modes finished."""
+    def done(run, *modes):
+        return all(m in run and "failed" not in run[m] for m in modes)
     out = {}
     for mode in runs[0]:
-        per = [r[mode] for r in runs]
+        per = [r[mode] for r in runs if done(r, mode)]
+        if not per:
+            out[mode] = runs[0][mode]
+            continue
         med = sorted(per, key=lambda r: r["tokens_per_s"])[(len(per) - 1) // 2]
         out[mode] = {**med, "repeats_tokens_per_s": [r["tokens_per_s"] for r in per]}
         for key, ratio in (("tokens_per_s", "vs_baseline"),
                            ("tokens_per_cpu_s", "cpu_vs_baseline")):
-            ratios = [r[mode][key] / r[BASELINE][key] for r in runs if BASELINE in r]
+            ratios = [r[mode][key] / r[BASELINE][key] for r in runs if done(r, mode, BASELINE)]
             out[mode][key] = statistics.median(r[key] for r in per)
             out[mode][ratio] = round(statistics.median(ratios), 3) if ratios else None
     agreement = None
-    a, b = LOSS_PAIR
-    if a in out and b in out:
-        diffs = [max((abs(x - y) for x, y in zip(r[a]["losses"][:loss_steps],
-                                                  r[b]["losses"][:loss_steps])), default=0.0)
-                 for r in runs]
-        agreement = {"modes": list(LOSS_PAIR), "steps": min(loss_steps, len(out[a]["losses"])),
-                     "max_abs_diff": max(diffs)}
+    paired = [r for r in runs if done(r, *LOSS_PAIR)]
+    if paired:
+        a, b = LOSS_PAIR
+        diffs = [abs(x - y) for r in paired
+                 for x, y in zip(r[a]["losses"][:loss_steps], r[b]["losses"][:loss_steps])]
+        agreement = {"modes": list(LOSS_PAIR),
+                     "steps": min(loss_steps, len(paired[0][a]["losses"])),
+                     "repeats": len(paired), "max_abs_diff": max(diffs, default=0.0)}
     return {"sft": out, "loss_agreement": agreement}
 
 
 def table(results: dict) -> str:
     sft, args = results["sft"], results["args"]
-    first = next(iter(sft.values()))
+    first = next(r for r in [*sft.values(), {"rows": 0, "threads": 0}] if "failed" not in r)
     lines = [f"SFT on {results['model']}: {first['rows']} rows, max_length {args['max_length']}, "
              f"batch {args['batch_size']}, lr {args['lr']}, LoRA r {args['lora']['r']} alpha "
              f"{args['lora']['alpha']} dropout {args['lora']['dropout']}, "
@@ -227,6 +244,9 @@ def table(results: dict) -> str:
     def ratio(x):
         return f"{x:>10.2f}x" if x is not None else f"{'-':>11}"
     for mode, r in sft.items():
+        if "failed" in r:
+            lines.append(f"{mode:<16}failed: {r['failed']}")
+            continue
         shared = r["prefix_tokens_shared"] / r["tokens"] if r["tokens"] else 0.0
         lines.append(f"{mode:<16}{r['steps']:>6}{r['tokens']:>8}{r['seconds']:>9.1f}"
                      f"{r['tokens_per_s']:>10.1f}{ratio(r['vs_baseline'])}"
@@ -235,8 +255,8 @@ def table(results: dict) -> str:
     agree = results.get("loss_agreement")
     if agree:
         lines.append(f"loss, first {agree['steps']} steps, {agree['modes'][0]} vs "
-                     f"{agree['modes'][1]} (same batches): max |diff| "
-                     f"{agree['max_abs_diff']:.2e}")
+                     f"{agree['modes'][1]} (same batches, {agree['repeats']} repeat(s)): "
+                     f"max |diff| {agree['max_abs_diff']:.2e}")
     g = results.get("grpo")
     if g:
         lines.append(f"GRPO: {g['seconds_per_step']} s/step over {g['steps']} steps (group "
@@ -257,9 +277,14 @@ def main(argv: list[str] | None = None) -> int:
     results = {"model": args.model, "tasks": counts, "domains": domains, "args": sft,
                "repeats": args.repeats}
     t0 = time.perf_counter()
-    runs = [{mode: _in_fresh_process(_sft_child, mode, model_dir, rows, sft, args.threads)
-             for mode in modes} for _ in range(args.repeats)]
-    results |= summarise(runs, args.loss_steps)
+    runs = []
+    for _ in range(args.repeats):
+        runs.append({})
+        for mode in modes:
+            runs[-1][mode] = _measure(mode, model_dir, rows, sft, args.threads)
+            if args.json:   # what is done so far survives a killed run
+                write_text_atomic(args.json, json.dumps(results | {"runs": runs}, indent=2))
+    results |= summarise(runs, args.loss_steps) | {"runs": runs}
     if args.grpo_steps > 0:
         results["grpo"] = _in_fresh_process(_grpo_child, model_dir, vars(args) | {"json": None})
     results["wall_seconds"] = round(time.perf_counter() - t0, 1)

@@ -103,7 +103,8 @@ def shared_prefix_length(input_ids: torch.Tensor, labels: torch.Tensor,
 class PrefixSharingSFTTrainer(SFTTrainer):
     """TRL's SFTTrainer with prefix-grouped batches (`group_by_prefix`) and the shared prefix
     run once per micro-batch (`share_prefix`). Either off gives TRL's own behaviour for it;
-    `prefix_tokens_shared` counts the row tokens whose forward and backward were shared."""
+    `prefix_tokens_shared` counts the row tokens whose forward and backward were shared.
+    Under several processes the batches stay grouped and each runs the plain forward."""
 
     def __init__(self, *args, group_by_prefix: bool = True, share_prefix: bool = True,
                  min_shared_prefix: int = MIN_SHARED_PREFIX, **kwargs):
@@ -121,11 +122,14 @@ class PrefixSharingSFTTrainer(SFTTrainer):
         return PrefixGroupedSampler(keys, self._train_batch_size, self.args.seed)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        base = self.accelerator.unwrap_model(model)
+        # Training forwards only, on an unwrapped model (one process): a DDP/FSDP wrapper
+        # expects one forward per backward, so there the plain forward runs (batches stay
+        # grouped). Gradient checkpointing drops the cache.
         prefix = 0
         if (self.share_prefix and model.training and not return_outputs
+                and self.accelerator.unwrap_model(model) is model
                 and set(inputs) <= _SHAREABLE_KEYS and "attention_mask" in inputs
-                and not getattr(base, "is_gradient_checkpointing", False)):
+                and not getattr(model, "is_gradient_checkpointing", False)):
             prefix = shared_prefix_length(inputs["input_ids"], inputs["labels"],
                                           inputs["attention_mask"])
         if prefix < self.min_shared_prefix:
@@ -134,8 +138,8 @@ class PrefixSharingSFTTrainer(SFTTrainer):
         ids, mask = inputs["input_ids"], inputs["attention_mask"]
         batch, length = ids.shape
         # The prefix once, batch 1, with grad; only its last position meets the LM head.
-        out = base(input_ids=ids[:1, :prefix], attention_mask=mask[:1, :prefix],
-                   use_cache=True, logits_to_keep=1)
+        out = model(input_ids=ids[:1, :prefix], attention_mask=mask[:1, :prefix],
+                    use_cache=True, logits_to_keep=1)
         cache = out.past_key_values
         if cache is None or any(getattr(layer, "is_sliding", False)
                                 for layer in getattr(cache, "layers", [])):
