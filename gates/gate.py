@@ -97,6 +97,15 @@ def evaluate_model(cfg: RunConfig, model_dir: Path, out_dir: Path, suites: list[
     return res.to_dict()
 
 
+def evaluate_baseline(cfg: RunConfig, suites: list[Suite], baseline: dict,
+                      progress: bool = True) -> dict:
+    """The promoted model's evaluation (`baseline`: round, model, eval_dir), timed as the
+    `gate_baseline` step; ~0 s when its evaluation is already on disk."""
+    with timing.section("gate_baseline"):
+        return evaluate_model(cfg, Path(baseline["model"]), Path(baseline["eval_dir"]), suites,
+                              progress, meta={"role": "baseline", "round": baseline["round"]})
+
+
 def gate_round(cfg: RunConfig, suites: list[Suite], baseline: dict, candidate: Path,
                gate_dir: Path, *, round_no: int, name: str, target: str, started: float,
                force: bool = False, progress: bool = True) -> GateResult:
@@ -104,10 +113,7 @@ def gate_round(cfg: RunConfig, suites: list[Suite], baseline: dict, candidate: P
     round, model, eval_dir) with `cfg.gate` and the round's `target`; writes
     `gate_dir/report.{json,md}`. `started` (perf_counter) is when the round began."""
     t0 = time.perf_counter()
-    with timing.section("gate_baseline"):  # ~0 s when its evaluation is reused
-        base_eval = evaluate_model(cfg, Path(baseline["model"]), Path(baseline["eval_dir"]),
-                                   suites, progress,
-                                   meta={"role": "baseline", "round": baseline["round"]})
+    base_eval = evaluate_baseline(cfg, suites, baseline, progress)
     cand_dir = gate_dir / "candidate"
     with timing.section("gate_candidate"):
         cand_eval = evaluate_model(cfg, candidate, cand_dir, suites, progress,

@@ -19,7 +19,8 @@ from export import ExportError
 from export.publish import export_round, publish_export
 from gates.canaries import Suite
 from gates.decontamination import decontaminator_for
-from gates.gate import GateResult, evaluate_model, gate_round, suites_for
+from gates.gate import GateResult, gate_round, suites_for
+from gates.gate import evaluate_baseline as evaluate_promoted
 from gates.html import write_run_report
 from pipeline import models
 from pipeline import recipes
@@ -134,10 +135,7 @@ def evaluate_baseline(run: Run) -> None:
     the recipe then samples from (kept alive; closed before training), so a baseline not yet
     evaluated (the base model in round 1) costs no second engine start. The gate finds the
     evaluation on disk and reuses it."""
-    with timing.section("gate_baseline"):
-        evaluate_model(run.cfg, Path(run.promoted["model"]), Path(run.promoted["eval_dir"]),
-                       run.suites, run.progress,
-                       meta={"role": "baseline", "round": run.promoted["round"]})
+    evaluate_promoted(run.cfg, run.suites, run.promoted, run.progress)
 
 
 @contextmanager
