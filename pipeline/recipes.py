@@ -168,7 +168,65 @@ class GroundingSettings(SampledRoundSettings):
     teacher: Teacher = Field(default_factory=Teacher)
 
 
-class PlanFinishSettings(SampledRoundSettings):
+class PoolSettings(Strict):
+    """A pass-rate-aware pool (`rounds.pool`): a probe of `k_probe` samples per task
+    estimates each task's pass rate; extra samples go to the tasks it finds hard (DART-Math's
+    difficulty-aware allocation), none to tasks every probe sample solved; the verified
+    successes of the difficulties in `train_on` train. The defaults suit the tiny preset."""
+    k_probe: int = Field(2, ge=1, description="samples per task in the probe")
+    k_max: int = Field(4, ge=1, description="samples per task at most, probe included")
+    budget: int | None = Field(None, ge=1, description="samples in all per pool, probe "
+                                                       "included "
+                                                       "(default: k_max per unsolved or "
+                                                       "frontier task)")
+    unsolved_weight: float = Field(0.5, ge=0.0, le=1.0,
+                                   description="extra samples of a task the probe never "
+                                               "solved, as if it failed this share of the "
+                                               "time (a frontier task weighs its fail rate; "
+                                               "1.0: plain DART-Math Prop2Diff)")
+    train_on: list[Literal["solved", "frontier", "unsolved"]] = Field(
+        default_factory=lambda: ["frontier"],
+        description="difficulties whose rows train: frontier (solved sometimes), solved "
+                    "(every sample), unsolved (no success: needs oracle: true)")
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.k_max < self.k_probe:
+            raise ValueError(f"pool: k_max ({self.k_max}) is below k_probe ({self.k_probe}); "
+                             "k_max counts the probe's samples too")
+        if not self.train_on:
+            raise ValueError("pool.train_on is empty: name at least one of solved, frontier, "
+                             "unsolved")
+        return self
+
+
+class PooledRoundSettings(SampledRoundSettings):
+    """Sampled rounds that can draw a pass-rate-aware pool instead of k samples per task."""
+    pool: PoolSettings | None = Field(None, description="pass-rate-aware pool (unset: k "
+                                                        "samples per task, every verified "
+                                                        "success kept)")
+
+    @model_validator(mode="after")
+    def _check_pool(self):
+        p = self.pool
+        if p is None:
+            return self
+        if "k" in self.model_fields_set:
+            raise ValueError("k and pool are both set: a pool samples pool.k_probe per task, "
+                             "then tops up to pool.k_max; drop k")
+        if "unsolved" in p.train_on and not self.oracle:
+            raise ValueError("pool.train_on names unsolved, but an unsolved task has no "
+                             "verified sample to keep: set oracle: true (its oracle rows "
+                             "train) or drop unsolved")
+        probe = p.k_probe * sum(self.tasks.values())
+        if p.budget is not None and p.budget < probe:
+            raise ValueError(f"pool.budget {p.budget} is below the probe alone ({p.k_probe} "
+                             f"samples x {sum(self.tasks.values())} tasks = {probe}); raise "
+                             "it or lower pool.k_probe")
+        return self
+
+
+class PlanFinishSettings(PooledRoundSettings):
     require_plan: bool = Field(True, description="filter demands a <think> plan before calls")
 
 
@@ -177,7 +235,7 @@ class LongContextSettings(PlanFinishSettings):
                                       description="length buckets of long-context tasks")
 
 
-class SelfImproveSettings(SampledRoundSettings):
+class SelfImproveSettings(PooledRoundSettings):
     iterations: int = Field(1, ge=1, description="sample-filter-train iterations in the round")
 
 

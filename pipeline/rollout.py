@@ -100,9 +100,12 @@ def trajectory_id(task_id: str, round: int, sample: int) -> str:
 def rollout(tasks: list[Task], backend: Backend, *, k: int = 1, round: int = 0,
             params: SamplingParams | None = None, max_context_tokens: int = 4096,
             require_plan: bool = False, out: Path | None = None, progress: bool = True,
-            batch_size: int = 64, tokenizer=None,
-            max_calls_per_turn: int = MAX_CALLS_PER_TURN) -> tuple[list[Trajectory], RolloutStats]:
+            batch_size: int = 64, tokenizer=None, max_calls_per_turn: int = MAX_CALLS_PER_TURN,
+            first_sample: int = 0) -> tuple[list[Trajectory], RolloutStats]:
     """Sample `k` trajectories per task; returns them (resumed + new) and the run's stats.
+
+    Samples are numbered `first_sample` .. `first_sample + k - 1` (ids and seeds derive from
+    the number), so a second call that tops up a task draws new samples, not the first ones.
 
     `tokenizer` (or the backend's own `.tokenizer`) lets the driver check the context limit
     before a request; without one the limit is checked on the prompt size the backend reports.
@@ -116,7 +119,8 @@ def rollout(tasks: list[Task], backend: Backend, *, k: int = 1, round: int = 0,
         old = read_all(out, Trajectory)
     done = {(t.task_id, t.sample) for t in old}
     stats.resumed = len(old)
-    todo = [(t, s) for t in tasks for s in range(k) if (t.id, s) not in done]
+    todo = [(t, s) for t in tasks for s in range(first_sample, first_sample + k)
+            if (t.id, s) not in done]
     bar = _progress(len(todo), progress, getattr(backend, "name", "backend"))
     new: list[Trajectory] = []
     start = time.perf_counter()

@@ -66,10 +66,12 @@ class RoundContext:
 
 
 def make_tasks(ctx: RoundContext, step: str = "tasks", namespace: str | None = None,
-               kinds: dict[str, int] | None = None) -> list[Task]:
+               kinds: dict[str, int] | None = None,
+               context_tokens: list[int] | None = None) -> list[Task]:
     """Generate the round's tasks and read its task files (`task_files`), all
     decontaminated against every evaluation prompt (built-in canaries, canary files, BFCL;
-    drops counted per source in the step's `decontaminated_by`).
+    drops counted per source in the step's `decontaminated_by`). Long-context tasks are
+    split over `context_tokens` (default: the settings' `context_tokens`).
 
     Domains cycle task by task (`domain_cycle`). Generators draw more items than asked when
     some collide with a canary, so the round gets the count it was configured for; a task
@@ -78,7 +80,7 @@ def make_tasks(ctx: RoundContext, step: str = "tasks", namespace: str | None = N
     if ctx.step_done(step):
         return jsonl.read_all(path, Task)
     with timing.section("tasks"):
-        out, dropped, info = _generate_tasks(ctx, namespace, kinds)
+        out, dropped, info = _generate_tasks(ctx, namespace, kinds, context_tokens)
     jsonl.write_atomic(path, out)
     ctx.mark(step, tasks=len(out), decontaminated=dropped, **info)
     log.info("%s: %d tasks (%d dropped by decontamination: %s)", step, len(out), dropped,
@@ -86,13 +88,14 @@ def make_tasks(ctx: RoundContext, step: str = "tasks", namespace: str | None = N
     return out
 
 
-def _generate_tasks(ctx: RoundContext, namespace: str | None,
-                    kinds: dict[str, int] | None) -> tuple[list[Task], int, dict]:
+def _generate_tasks(ctx: RoundContext, namespace: str | None, kinds: dict[str, int] | None,
+                    context_tokens: list[int] | None) -> tuple[list[Task], int, dict]:
     """(tasks, how many decontamination dropped, counts from task files) for `make_tasks`."""
     s, ns = ctx.settings, namespace or f"round-{ctx.number}"
     out, dropped, by_source = [], 0, {}
+    lengths = context_tokens or getattr(s, "context_tokens", [2000])
     for kind, n in (kinds or s.tasks).items():
-        buckets = (getattr(s, "context_tokens", [2000]) if kind == "long_context" else [None])
+        buckets = lengths if kind == "long_context" else [None]
         for b, tokens in enumerate(buckets):
             want = n // len(buckets) + (1 if b < n % len(buckets) else 0)
             got, i = [], 0
@@ -135,8 +138,9 @@ def oracle_trajectories(task_list: list[Task], round_no: int) -> list[Trajectory
 
 
 def sample(ctx: RoundContext, task_list: list[Task], model_dir: Path, step: str = "rollouts",
-           k: int | None = None) -> list[Trajectory]:
-    """k on-policy samples per task, streamed to `<step>.jsonl` (a kill loses one batch)."""
+           k: int | None = None, first_sample: int = 0) -> list[Trajectory]:
+    """k on-policy samples per task, streamed to `<step>.jsonl` (a kill loses one batch);
+    numbered from `first_sample`, so a top-up of tasks sampled before draws new samples."""
     from pipeline.rollout import rollout
     path = ctx.dir / f"{step}.jsonl"
     if ctx.step_done(step):
@@ -148,7 +152,7 @@ def sample(ctx: RoundContext, task_list: list[Task], model_dir: Path, step: str 
             trajs, stats = rollout(task_list, backend, k=k or s.k, round=ctx.number,
                                    params=params,
                                    max_context_tokens=ctx.cfg.sampler.max_context_tokens,
-                                   require_plan=s.require_plan,
+                                   require_plan=s.require_plan, first_sample=first_sample,
                                    out=path, progress=ctx.progress)
     timing.add_tokens("sampling", stats.generated_tokens, stats.wall_s)
     info = stats.as_dict()

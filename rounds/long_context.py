@@ -1,16 +1,78 @@
 """Round 3, long context: many distractor tools, long tool outputs and histories, in length
-buckets (`context_tokens`); the plan + finish filter applied per bucket; packed SFT."""
+buckets (`context_tokens`); the plan + finish filter applied per bucket; packed SFT.
+
+A bucket is used only when its tasks fit: the oracle conversation of its longest probe task
+plus one turn's budget (`max_new_tokens`) within both `sampler.max_context_tokens` (what the
+sampler and the canaries allow) and the model's window. The others are refused, with the
+reason, in the round's stats (`context`); none fitting stops the round before it samples.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from data import tasks as taskgen
+from data.chatformat import render
 from pipeline.recipes import LongContextSettings
-from rounds.common import Candidate, RoundContext, accept, make_tasks, oracle_trajectories, \
-    sample, train
+from rounds.common import Candidate, RoundContext, make_tasks, train
+from rounds.pool import accepted_rows
 
 SETTINGS = LongContextSettings
+PROBE_TASKS = 3  # tasks measured per length (the longest decides)
 
 
 def run(ctx: RoundContext) -> Candidate:
-    tasks = make_tasks(ctx)                                  # long_context tasks per length bucket
-    rows = sample(ctx, tasks, ctx.start_model)        # plans required (require_plan)
-    if ctx.settings.oracle:
-        rows += oracle_trajectories(tasks, ctx.number)
-    accepted = accept(ctx, rows, balance=["length_bucket", "kind"])
+    lengths = fitting_lengths(ctx)
+    tasks = make_tasks(ctx, context_tokens=lengths)          # long_context tasks per length bucket
+    accepted = accepted_rows(ctx, tasks, ctx.start_model,    # plans required (require_plan)
+                             balance=["length_bucket", "kind"])
     return Candidate(train(ctx, accepted, ctx.start_model), ctx.stats)
+
+
+def fitting_lengths(ctx: RoundContext) -> list[int]:
+    """The configured `context_tokens` whose tasks fit; records used and refused lengths."""
+    from pipeline.models import load_tokenizer
+    s, model = ctx.settings, Path(ctx.start_model)
+    tok = load_tokenizer(model)
+    report = fit(s.context_tokens, lambda text: len(tok.encode(text, add_special_tokens=False)),
+                 ctx.cfg.sampler.max_context_tokens, model_window(model), s.max_new_tokens,
+                 s.domains)
+    ctx.stats["context"] = report
+    ctx.mark("context", **report)
+    if not report["used"]:
+        raise ValueError(f"round {ctx.number} ({ctx.name}): no context_tokens length fits: "
+                         + "; ".join(f"{k}: {v}" for k, v in report["refused"].items())
+                         + ". Lower context_tokens or raise sampler.max_context_tokens")
+    return report["used"]
+
+
+def fit(lengths: list[int], count, max_context: int, window: int | None, turn_tokens: int,
+        domains: list[str] | None = None) -> dict:
+    """{limit, window, needs: length -> tokens, used: [...], refused: length -> why} (pure
+    but for `count`, text -> tokens). A length needs its longest probe task's oracle
+    conversation plus `turn_tokens`, and must fit min(max_context, window)."""
+    limit = min(max_context, window) if window else max_context
+    needs, used, refused = {}, [], {}
+    for length in lengths:
+        need = max(count(render(t.messages() + t.oracle, t.tools)) for t in (
+            taskgen.make("long_context", i, namespace="context-fit", context_tokens=length,
+                         domains=taskgen.domain_cycle("long_context", i, domains))
+            for i in range(PROBE_TASKS))) + turn_tokens
+        needs[str(length)] = need
+        if need <= limit:
+            used.append(length)
+        else:
+            by = ("sampler.max_context_tokens" if limit == max_context else "the model's window")
+            refused[str(length)] = (f"needs {need} tokens (oracle conversation + {turn_tokens} for a "
+                               f"turn), over {by} ({limit})")
+    return {"limit": limit, "max_context_tokens": max_context, "window": window,
+            "needs": needs, "used": used, "refused": refused}
+
+
+def model_window(model_dir: Path) -> int | None:
+    """The model's `max_position_embeddings` (config.json), None when it does not say."""
+    try:
+        conf = json.loads((Path(model_dir) / "config.json").read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return conf.get("max_position_embeddings") or None

@@ -1,16 +1,15 @@
 """Round 2, plan + finish: on-policy samples of the promoted model that plan in <think> before
-the first call, end the turn with a final answer and nothing after it, within the turn limit."""
+the first call, end the turn with a final answer and nothing after it, within the turn limit.
+With `pool`, a pass-rate-aware pool (`rounds.pool`) trains on the tasks the model solves
+sometimes but not reliably."""
 from pipeline.recipes import PlanFinishSettings
-from rounds.common import Candidate, RoundContext, accept, make_tasks, oracle_trajectories, \
-    sample, train
+from rounds.common import Candidate, RoundContext, make_tasks, train
+from rounds.pool import accepted_rows
 
 SETTINGS = PlanFinishSettings
 
 
 def run(ctx: RoundContext) -> Candidate:
     tasks = make_tasks(ctx)
-    rows = sample(ctx, tasks, ctx.start_model)        # plans required (require_plan)
-    if ctx.settings.oracle:                                  # tiny preset: keeps the round non-empty
-        rows += oracle_trajectories(tasks, ctx.number)
-    accepted = accept(ctx, rows)
+    accepted = accepted_rows(ctx, tasks, ctx.start_model)   # plans required (require_plan)
     return Candidate(train(ctx, accepted, ctx.start_model), ctx.stats)
