@@ -286,7 +286,8 @@ def evaluate_bfcl(backend: Backend, categories: list[str], *, model: str = "?",
                   params: SamplingParams | None = None, max_context_tokens: int = 8192,
                   out_dir: str | Path | None = None) -> dict:
     """Every category in turn; writes `<category>.jsonl` (one scored rollout a line),
-    `report.json` and `report.md` to `out_dir` when given. Returns the report."""
+    `report.json` and `report.md` to `out_dir` when given, after each category. Returns the
+    report."""
     params = params or params_for()
     report = {"bfcl_eval": version(), "model": model, "backend": getattr(backend, "name", "?"),
               "k": k, "seed": seed, "limit": limit, "max_tokens": params.max_tokens,
@@ -300,13 +301,12 @@ def evaluate_bfcl(backend: Backend, categories: list[str], *, model: str = "?",
                                               params=params,
                                               max_context_tokens=max_context_tokens)
         report["categories"].append(summarise(category, results, wall, n_items))
-        if out is not None:
+        if out is not None:  # after every category: a kill keeps the categories done
             write_text_atomic(out / f"{category}.jsonl", "".join(
                 json.dumps(r.to_dict(), ensure_ascii=False, default=str) + "\n"
                 for r in results))
-    if out is not None:
-        write_text_atomic(out / "report.json", json.dumps(report, indent=1))
-        write_text_atomic(out / "report.md", "```\n" + format_report(report) + "\n```\n")
+            write_text_atomic(out / "report.json", json.dumps(report, indent=1))
+            write_text_atomic(out / "report.md", "```\n" + format_report(report) + "\n```\n")
     return report
 
 

@@ -29,16 +29,18 @@ def suite_name(category: str) -> str:
     return BFCL_PREFIX + category
 
 
-def canary_items(category: str, n: int, version_tag: str = "v1") -> list:
-    """The suite's items: a seeded sample of `n` (fixed per suite version)."""
+@functools.lru_cache(maxsize=32)
+def canary_items(category: str, n: int, version_tag: str = "v1") -> tuple:
+    """The suite's items: a seeded sample of `n` (fixed per suite version). Cached: a run
+    hashes them at every evaluation and plays them when one is not on disk."""
     if category not in CATEGORIES:
         raise ValueError(f"canaries.bfcl: unknown category {category!r}; choose from "
                          f"{', '.join(CATEGORIES)}")
     items = load_multi_turn(category) if category in MULTI_TURN else load_single(category)
-    return [items[i] for i in select(len(items), n, f"canary-{version_tag}", category)]
+    return tuple(items[i] for i in select(len(items), n, f"canary-{version_tag}", category))
 
 
-def suite_hash(category: str, items: list) -> str:
+def suite_hash(category: str, items) -> str:
     """sha256 of the package version, the category and the items' questions and answers."""
     body = json.dumps({"bfcl_eval": version(), "category": category,
                        "items": [[i.id, getattr(i, "turns", None) or i.messages,
