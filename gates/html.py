@@ -16,6 +16,7 @@ from pathlib import Path
 
 from data.jsonl import write_text_atomic
 from pipeline import timing
+from pipeline.training.panels import GRPO_PANELS, SFT_PANELS
 
 from .report import ROUND_DIR, history, round_reports, summary_table
 
@@ -94,18 +95,24 @@ def _read_log(path: Path) -> list[dict]:
     return rows
 
 
-def curve_plot(title: str, rows: list[dict], keys: list[str]) -> str | None:
-    """Panels of `keys` against the logged step (or the row index when no step is logged)."""
-    keys = [k for k in keys if any(k in r for r in rows)]
-    if not keys:
+def curve_plot(title: str, rows: list[dict], panels: list[tuple[str, str]]) -> str | None:
+    """The `(key, label)` panels the log carries against the logged step (or the row index
+    when no step is logged), three to a row."""
+    panels = [(k, label) for k, label in panels
+              if any(isinstance(r.get(k), (int, float)) for r in rows)]
+    if not panels:
         return None
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.0), squeeze=False)
-    for ax, key in zip(axes[0], keys):
+    cols = min(len(panels), 3)
+    nrows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.0 * nrows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    for ax, (key, label) in zip(axes.flat, panels):
         pts = [(r.get("step", i), r[key]) for i, r in enumerate(rows)
                if isinstance(r.get(key), (int, float))]
         ax.plot(*zip(*pts), marker="o", ms=3)
-        ax.set_title(key)
+        ax.set_title(label)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
     fig.suptitle(title)
@@ -119,9 +126,9 @@ def training_curves(run_dir: Path) -> list[tuple[str, str]]:
     dirs = sorted((d for d in run_dir.glob("round-*") if ROUND_DIR.match(d.name) and d.is_dir()),
                   key=lambda d: int(ROUND_DIR.match(d.name).group(1)))
     for d in dirs:
-        for fname, keys in (("train_log.jsonl", ["loss"]),
-                            ("grpo_log.jsonl", ["reward", "kl", "loss"])):
-            png = curve_plot(f"{d.name}: {fname}", _read_log(d / fname), keys)
+        for fname, panels in (("train_log.jsonl", SFT_PANELS),
+                              ("grpo_log.jsonl", GRPO_PANELS)):
+            png = curve_plot(f"{d.name}: {fname}", _read_log(d / fname), panels)
             if png:
                 out.append((f"{d.name} / {fname}", png))
     return out

@@ -239,8 +239,52 @@ class SelfImproveSettings(PooledRoundSettings):
     iterations: int = Field(1, ge=1, description="sample-filter-train iterations in the round")
 
 
+class FrontierSettings(Strict):
+    """Which tasks round 5 trains on: every candidate (the round's `tasks`) is probed with the
+    start model, and GRPO gets those it solves sometimes but not always (0 < pass rate < 1):
+    a group there has rewards that differ, so an advantage and a gradient."""
+    enabled: bool = Field(True, description="probe and select; false: GRPO on every candidate")
+    probe_k: int | None = Field(None, ge=2, description="samples per candidate task (default: "
+                                                        "grpo.group_size); at least 2, so a "
+                                                        "task can be solved sometimes")
+    min_tasks: int | None = Field(None, ge=1, description="fewest tasks GRPO gets: when fewer "
+                                                          "are at the frontier, the candidates "
+                                                          "with pass rate nearest 0.5 fill up "
+                                                          "(on a tie: varied probe scores "
+                                                          "first, then the harder task). "
+                                                          "Default: grpo.tasks_per_step")
+
+
 class RLSettings(RoundSettings):
     grpo: GRPOSettings = Field(default_factory=GRPOSettings)
+    frontier: FrontierSettings = Field(default_factory=FrontierSettings)
+
+    @model_validator(mode="after")
+    def _check_frontier(self):
+        want = self.frontier.min_tasks
+        if want is not None and want < self.grpo.tasks_per_step:
+            raise ValueError(f"frontier.min_tasks={want} is below grpo.tasks_per_step="
+                             f"{self.grpo.tasks_per_step}: a GRPO step needs that many tasks; "
+                             "raise min_tasks or lower tasks_per_step")
+        return self
+
+    # The frontier probe samples as GRPO rolls out (rounds.common.sample reads these): GRPO's
+    # temperature and turn length, top_p 1 (TRL's default), no plan demanded.
+    @property
+    def temperature(self) -> float:
+        return self.grpo.temperature
+
+    @property
+    def top_p(self) -> float:
+        return 1.0
+
+    @property
+    def max_new_tokens(self) -> int:
+        return self.grpo.max_new_tokens
+
+    @property
+    def require_plan(self) -> bool:
+        return False
 
 
 def resolve(spec: str) -> Any:

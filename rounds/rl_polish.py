@@ -1,19 +1,116 @@
 """Round 5, RL polish: GRPO + LoRA over on-policy rollouts in the same environments, rewarded by
-the verifier (the very function the gates use) plus a small format reward."""
+the verifier (the very function the gates use) plus a small format reward.
+
+GRPO learns only from groups whose rewards differ, so the round first probes every candidate
+task k times with its start model (temperature and turn limits as GRPO's) and trains on the
+frontier: tasks solved sometimes but not always. Groups that still come out all-equal are taken
+out of the loss by the trainer (`grpo.drop_zero_variance`).
+"""
+from __future__ import annotations
+
+import json
+import logging
+
+from data.jsonl import write_text_atomic
+from data.trajectory import Task
 from pipeline.recipes import RLSettings
-from rounds.common import Candidate, RoundContext, make_tasks, training_step
+from rounds.common import Candidate, RoundContext, make_tasks, sample, training_step
+from rounds.pool import DIFFICULTIES, difficulty, pass_rates
 
 SETTINGS = RLSettings
+log = logging.getLogger("toolsmith")
 
 
 def run(ctx: RoundContext) -> Candidate:
     from pipeline.training.grpo import train_grpo
-    tasks = make_tasks(ctx)
+    s = ctx.settings
+    tasks = [capped(t, s.grpo.max_turns) for t in make_tasks(ctx)]
+    if s.frontier.enabled:
+        tasks = frontier(ctx, tasks)
     model_dir = ctx.dir / "model"
     if not ctx.step_done("train"):
         with training_step():
-            stats = train_grpo(tasks, ctx.start_model, ctx.dir, ctx.settings.grpo,
-                               progress=ctx.progress)
+            stats = train_grpo(tasks, ctx.start_model, ctx.dir, s.grpo, progress=ctx.progress)
         ctx.stats.setdefault("training", {})["grpo"] = stats
         ctx.mark("train", **{k: v for k, v in stats.items() if isinstance(v, (int, float, str))})
     return Candidate(model_dir, ctx.stats)
+
+
+def capped(task: Task, max_turns: int) -> Task:
+    """The task as GRPO plays it (turns capped at grpo.max_turns), so the probe measures the
+    pass rate GRPO will see."""
+    return task if task.max_turns <= max_turns else task.model_copy(update={"max_turns":
+                                                                             max_turns})
+
+
+def frontier(ctx: RoundContext, candidates: list[Task]) -> list[Task]:
+    """Probe the candidates (the `probe` step, resumable) and return the tasks GRPO trains on;
+    the pass rates, the difficulty counts and the choice go to the round's stats and to
+    `frontier.json`."""
+    s = ctx.settings
+    k = s.frontier.probe_k or s.grpo.group_size
+    probe = sample(ctx, candidates, ctx.start_model, step="probe", k=k)
+    rates = pass_rates(probe)
+    rates = {t.id: rates.get(t.id, (0, 0)) for t in candidates}
+    want = s.frontier.min_tasks or s.grpo.tasks_per_step  # validated: >= tasks_per_step
+    chosen, filled = select_frontier(rates, want, score_spread(probe))
+    summary = pool_summary(rates)
+    used = {d: sum(difficulty(*rates[i]) == d for i in chosen) for d in DIFFICULTIES}
+    ctx.stats["frontier"] = {"candidates": len(candidates), "probe_k": k, **summary,
+                             "used": len(chosen), "used_by_difficulty": used,
+                             "filled": filled, "min_tasks": want}
+    write_text_atomic(ctx.dir / "frontier.json", json.dumps(
+        {"summary": ctx.stats["frontier"],
+         "tasks": {i: {"successes": w, "samples": n, "difficulty": difficulty(w, n),
+                       "used": i in chosen} for i, (w, n) in rates.items()}}, indent=1) + "\n")
+    log.info("frontier: %d of %d candidates solved sometimes (probe k=%d: pass@1 %.3f, "
+             "pass@%d %.3f; %s)", summary["by_difficulty"]["frontier"], len(candidates), k,
+             summary["pass_at_1"], k, summary["pass_at_k"], summary["by_difficulty"])
+    if filled:
+        log.warning("frontier: only %d task(s) at the frontier, below the %d GRPO needs; %d "
+                    "filled up with the pass rates nearest 0.5 (their groups often tie and are "
+                    "dropped: more candidates or a larger probe_k widen the frontier)",
+                    len(chosen) - filled, want, filled)
+    by_id = {t.id: t for t in candidates}
+    return [by_id[i] for i in chosen]
+
+
+def select_frontier(rates: dict[str, tuple[int, int]], min_tasks: int,
+                    spread: dict[str, float] | None = None) -> tuple[list[str], int]:
+    """(chosen task ids, how many of them filled up): every task with 0 < pass rate < 1, in the
+    table's order; when fewer than `min_tasks`, the others nearest pass rate 0.5 fill up. Ties
+    go to the larger probe score `spread` (rewards that differed will likely differ again in
+    a GRPO group), then to the harder task (lower rate: the round trains where the model
+    fails), then to table order. With one k for all tasks every non-frontier task is 0.5 away,
+    so the tie-breaks decide the fill."""
+    spread = spread or {}
+    chosen = [i for i, (w, n) in rates.items() if difficulty(w, n) == "frontier"]
+    if len(chosen) >= min_tasks:
+        return chosen, 0
+    rate = {i: (w / n if n else 0.0) for i, (w, n) in rates.items()}
+    rest = sorted((i for i in rates if i not in set(chosen)),   # stable: table order last
+                  key=lambda i: (abs(rate[i] - 0.5), -spread.get(i, 0.0), rate[i]))
+    fill = rest[:min_tasks - len(chosen)]
+    return chosen + fill, len(fill)
+
+
+def score_spread(trajectories) -> dict[str, float]:
+    """task_id -> max - min verifier score over its policy samples (GRPO's main reward)."""
+    lo: dict[str, float] = {}
+    hi: dict[str, float] = {}
+    for t in trajectories:
+        if t.source == "policy" and t.verification is not None:
+            v = t.verification.score
+            lo[t.task_id] = min(v, lo.get(t.task_id, v))
+            hi[t.task_id] = max(v, hi.get(t.task_id, v))
+    return {i: hi[i] - lo[i] for i in hi}
+
+
+def pool_summary(rates: dict[str, tuple[int, int]]) -> dict:
+    """pass@1 (mean per-task success rate) and pass@k (share of tasks solved at least once in
+    their k samples) of a probed pool, and its tasks per difficulty."""
+    probed = [(w, n) for w, n in rates.values() if n]
+    return {"pass_at_1": round(sum(w / n for w, n in probed) / len(probed), 4) if probed else 0.0,
+            "pass_at_k": round(sum(w > 0 for w, _ in probed) / len(probed), 4) if probed else 0.0,
+            "by_difficulty": {d: sum(difficulty(w, n) == d for w, n in rates.values())
+                              for d in DIFFICULTIES}}

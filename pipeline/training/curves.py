@@ -13,6 +13,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from data.jsonl import Appender, write_atomic
+from pipeline.training.panels import GRPO_PANELS, SFT_PANELS  # noqa: F401 (re-exported)
 
 
 class JsonlLog(TrainerCallback):
@@ -55,11 +56,7 @@ def _read(path: Path) -> list[dict]:
     return rows
 
 
-# Each trainer's plot, as `(log key, label)` panels; the first key marks a step row.
-SFT_PANELS = [("loss", "training loss (assistant tokens)")]
-GRPO_PANELS = [("reward", "mean reward"), ("kl", "KL to start model"),
-               ("rewards/tool_calls/mean", "tool calls / trajectory"),
-               ("rewards/unfinished/mean", "unfinished share")]
+PANELS_PER_ROW = 3
 
 
 def step_rows(log_path: Path, panels: list[tuple[str, str]]) -> list[dict]:
@@ -79,8 +76,12 @@ def plot_curves(log_path: Path, png: Path, panels: list[tuple[str, str]],
     rows = step_rows(log_path, panels)
     if not rows:
         return None
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.2), squeeze=False)
-    for ax, (key, label) in zip(axes[0], panels):
+    cols = min(len(panels), PANELS_PER_ROW)
+    nrows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4 * cols, 3.2 * nrows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    for ax, (key, label) in zip(axes.flat, panels):
         pts = [(r["step"], r[key]) for r in rows if key in r]
         if pts:
             ax.plot(*zip(*pts), marker="o", markersize=3)

@@ -11,7 +11,8 @@ must be rendered exactly as the sampler and the gates render them.
 
 Rewards are the verifier's score (the gates' code) and a format reward, weighted from config;
 tool calls per trajectory and the unfinished share ride along as weight-0 rewards, so TRL logs
-them per step beside reward and KL.
+them per step beside reward and KL. Groups whose rewards are all equal carry no gradient and are
+taken out of the loss (`pipeline.training.zero_variance`; share logged per step).
 """
 from __future__ import annotations
 
@@ -25,11 +26,13 @@ from data.environment import DomainEnvironment, Environment
 from data.trajectory import Task
 from data.turns import Conversation, take_turn
 from data.verify import reward as verifier_score
-from pipeline.training.curves import GRPO_PANELS, JsonlLog
+from pipeline.training.curves import JsonlLog
+from pipeline.training.panels import GRPO_PANELS
 from pipeline.training.fused_head import score_labelled_positions_only
 from pipeline.training.lora import (finish, last_checkpoint, load_base, lora_config,
                                     training_tokenizer)
 from pipeline.training.settings import GRPOSettings
+from pipeline.training.zero_variance import SHARE_KEY, DropZeroVariance
 
 TASK_KEY = "task_id"  # carried on the prompt's system message; the renderer ignores it
 
@@ -178,6 +181,7 @@ def grpo_config(settings: GRPOSettings, ckpt_dir: Path, progress: bool):
         per_device_train_batch_size=settings.group_size * settings.tasks_per_step,
         max_completion_length=settings.max_new_tokens, temperature=settings.temperature,
         beta=settings.beta, epsilon=settings.epsilon, learning_rate=settings.lr,
+        loss_type="dapo",  # token-normalised over the batch: dropped groups leave it exactly
         max_steps=settings.max_steps, bf16=settings.bf16, seed=settings.seed,
         logging_steps=settings.logging_steps, save_strategy="steps",
         save_steps=settings.save_steps, save_total_limit=2, report_to="none",
@@ -221,12 +225,16 @@ def train_grpo(tasks: list[Task], model_dir: Path, out_dir: Path, settings: GRPO
     resume, resume_step = last_checkpoint(ckpt_dir)
     log_path = out_dir / "grpo_log.jsonl"
     score_labelled_positions_only()
-    trainer = GRPOTrainer(model=model, reward_funcs=list(REWARDS.values()) + METRICS,
-                          args=grpo_config(settings, ckpt_dir, progress),
-                          train_dataset=dataset, processing_class=tokenizer,
-                          peft_config=lora_config(settings.lora),
-                          rollout_func=make_rollout_func(by_id, tokenizer, settings),
-                          callbacks=[JsonlLog(log_path, resume_step)])
+
+    class Trainer(DropZeroVariance, GRPOTrainer):  # zero-variance groups: logged, dropped
+        drop_zero_variance = settings.drop_zero_variance
+
+    trainer = Trainer(model=model, reward_funcs=list(REWARDS.values()) + METRICS,
+                      args=grpo_config(settings, ckpt_dir, progress),
+                      train_dataset=dataset, processing_class=tokenizer,
+                      peft_config=lora_config(settings.lora),
+                      rollout_func=make_rollout_func(by_id, tokenizer, settings),
+                      callbacks=[JsonlLog(log_path, resume_step)])
     t0 = time.perf_counter()
     trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - t0
@@ -244,5 +252,7 @@ def train_grpo(tasks: list[Task], model_dir: Path, out_dir: Path, settings: GRPO
             "reward": series("reward"), "kl": series("kl"),
             "tool_calls_per_trajectory": series("rewards/tool_calls/mean"),
             "unfinished_share": series("rewards/unfinished/mean"),
+            "zero_variance_share": series(SHARE_KEY),
+            "zero_variance_dropped": settings.drop_zero_variance,
             "generation": "vllm-colocate" if settings.use_vllm else "transformers",
             "resumed_from_step": resume_step}

@@ -133,11 +133,16 @@ class GRPOSettings(Settings):
                                                   "(0 disables the reference pass)")
     epsilon: float = Field(0.2, gt=0.0, lt=1.0, description="PPO-style clip range of the ratio")
     lr: float = Field(1e-5, gt=0, description="learning rate")
-    max_steps: int = Field(20, ge=1, description="optimizer steps")
+    max_steps: int = Field(20, ge=1, description="optimizer steps (each: tasks_per_step x "
+                                                 "group_size rollouts)")
     max_new_tokens: int = Field(128, ge=1, description="token limit of one assistant turn")
     max_turns: int = Field(4, ge=1, description="assistant turns per rollout (a task's own "
                                                 "max_turns applies when smaller)")
     temperature: float = Field(1.0, gt=0.0, description="sampling temperature of rollouts")
+    drop_zero_variance: bool = Field(True, description="take groups whose rewards are all equal "
+                                                       "out of the loss (zero advantage, no "
+                                                       "gradient; left in they dilute the "
+                                                       "rest); the share is logged either way")
     reward_weights: dict[str, float] = Field(
         default_factory=lambda: {"verifier": 1.0, "format": 0.1},
         description="weight of each reward; 'verifier' is the gates' score, 'format' rewards "
