@@ -118,7 +118,7 @@ def stopping_model(tmp_path_factory):
     return path
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # loads a model and trains: not while a pipeline run holds the CPUs
 def test_grpo_run_logs_reward_and_kl_and_moves_the_adapter(tmp_path, stopping_model):
     tasks = generate({"reasoning": 4})
     settings = GRPOSettings(lora=LoraSettings(r=8, alpha=16, dropout=0.0), group_size=4,
@@ -133,8 +133,17 @@ def test_grpo_run_logs_reward_and_kl_and_moves_the_adapter(tmp_path, stopping_mo
         assert 0.0 <= r["reward"] <= 1.1 and r["kl"] >= 0.0
         assert 0.0 <= r["rewards/unfinished/mean"] <= 1.0
         assert "rewards/tool_calls/mean" in r
+        # groups of equal rewards are dropped from the loss; TRL counts the same groups
+        assert r["zero_variance_share"] == pytest.approx(r["frac_reward_zero_std"])
+        assert r["zero_variance_share"] in (0.0, 0.5, 1.0)  # 2 groups per step
+    assert stats["zero_variance_share"] == [r["zero_variance_share"] for r in steps]
+    assert stats["zero_variance_dropped"] is True
+    assert stats["zero_variance_share_mean"] == pytest.approx(
+        sum(stats["zero_variance_share"]) / 3, abs=1e-4)
     assert any(r["reward_std"] > 0 for r in steps)  # the group's rewards differed
     assert (tmp_path / "grpo.png").stat().st_size > 1000
+    print(f"GRPO tiny: {stats['seconds_per_step']} s/step, zero-variance share per step "
+          f"{stats['zero_variance_share']}")
     from safetensors.torch import load_file
     lora = load_file(tmp_path / "adapter" / "adapter_model.safetensors")
     b = [v for k, v in lora.items() if "lora_B" in k]

@@ -246,13 +246,15 @@ def train_grpo(tasks: list[Task], model_dir: Path, out_dir: Path, settings: GRPO
     def series(key):
         return [r[key] for r in log if key in r]
 
+    shares = series(SHARE_KEY)  # groups with equal rewards, per step
     return {"tasks": len(tasks), "steps": trainer.state.global_step,
             "train_seconds": round(seconds, 2),
             "seconds_per_step": round(seconds / steps, 2) if steps else None,
             "reward": series("reward"), "kl": series("kl"),
             "tool_calls_per_trajectory": series("rewards/tool_calls/mean"),
             "unfinished_share": series("rewards/unfinished/mean"),
-            "zero_variance_share": series(SHARE_KEY),
+            "zero_variance_share": shares,
+            "zero_variance_share_mean": round(sum(shares) / len(shares), 4) if shares else None,
             "zero_variance_dropped": settings.drop_zero_variance,
             "generation": "vllm-colocate" if settings.use_vllm else "transformers",
             "resumed_from_step": resume_step}
