@@ -293,3 +293,18 @@ def test_long_context_round_refuses_before_sampling_when_nothing_fits(tmp_path, 
     with pytest.raises(ValueError, match="no context_tokens length fits: 12000: needs"):
         rig.run(monkeypatch, [])
     assert rig.opened == []
+
+
+def test_run_summary_states_each_pool_and_the_context_fit(tmp_path, monkeypatch):
+    from gates.report import summary_table
+    settings = PlanFinishSettings(tasks={"single": 2, "chained": 2}, max_new_tokens=512,
+                                  pool={"k_probe": 2, "k_max": 4, "budget": 12})
+    rig = Rig(tmp_path, plan_finish, settings, 2, script)
+    rig.run(monkeypatch, [])
+    rig.ctx.store.mark(3, "context", {"limit": 4096, "needs": {"800": 1237, "12000": 4550},
+                                      "used": [800], "refused": {"12000": "needs 4550 tokens"}})
+    lines = summary_table(tmp_path / "run").splitlines()
+    assert "round 2 pool: pass@1 0.458 pass@k 0.750 (probe 0.375/0.500), 4 tasks, 12 samples; " \
+           "tasks solved/frontier/unsolved 1/2/1; kept 0/2/0 (train on frontier)" in lines
+    assert "round 3 context: lengths used 800 (1237 tok); refused 12000: needs 4550 tokens; " \
+           "limit 4096 tokens" in lines
