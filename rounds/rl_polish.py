@@ -15,7 +15,7 @@ from data.jsonl import write_text_atomic
 from data.trajectory import Task
 from pipeline.recipes import RLSettings
 from rounds.common import Candidate, RoundContext, make_tasks, sample, training_step
-from rounds.pool import DIFFICULTIES, difficulty, pass_rates
+from rounds.pool import _any_rate, _count, _mean_rate, difficulty, pass_rates
 
 SETTINGS = RLSettings
 log = logging.getLogger("toolsmith")
@@ -54,18 +54,18 @@ def frontier(ctx: RoundContext, candidates: list[Task]) -> list[Task]:
     rates = {t.id: rates.get(t.id, (0, 0)) for t in candidates}
     want = s.frontier.min_tasks or s.grpo.tasks_per_step  # validated: >= tasks_per_step
     chosen, filled = select_frontier(rates, want, score_spread(probe))
-    summary = pool_summary(rates)
-    used = {d: sum(difficulty(*rates[i]) == d for i in chosen) for d in DIFFICULTIES}
-    ctx.stats["frontier"] = {"candidates": len(candidates), "probe_k": k, **summary,
-                             "used": len(chosen), "used_by_difficulty": used,
-                             "filled": filled, "min_tasks": want}
+    used = _count(difficulty(*rates[i]) for i in chosen)
+    stats = {"tasks": len(candidates), "probe_k": k, **pool_summary(rates), "used": len(chosen),
+             "used_difficulty": used, "filled": filled, "min_tasks": want}
+    ctx.stats["frontier"] = stats
+    ctx.mark("frontier", **stats)
     write_text_atomic(ctx.dir / "frontier.json", json.dumps(
-        {"summary": ctx.stats["frontier"],
+        {"summary": stats,
          "tasks": {i: {"successes": w, "samples": n, "difficulty": difficulty(w, n),
                        "used": i in chosen} for i, (w, n) in rates.items()}}, indent=1) + "\n")
-    log.info("frontier: %d of %d candidates solved sometimes (probe k=%d: pass@1 %.3f, "
-             "pass@%d %.3f; %s)", summary["by_difficulty"]["frontier"], len(candidates), k,
-             summary["pass_at_1"], k, summary["pass_at_k"], summary["by_difficulty"])
+    log.info("frontier: %d of %d candidate tasks solved sometimes (probe k=%d: pass@1 %.3f, "
+             "pass@k %.3f; %s); GRPO on %d", stats["difficulty"]["frontier"], len(candidates),
+             k, stats["pass@1"], stats["pass@k"], stats["difficulty"], len(chosen))
     if filled:
         log.warning("frontier: only %d task(s) at the frontier, below the %d GRPO needs; %d "
                     "filled up with the pass rates nearest 0.5 (their groups often tie and are "
@@ -108,9 +108,8 @@ def score_spread(trajectories) -> dict[str, float]:
 
 def pool_summary(rates: dict[str, tuple[int, int]]) -> dict:
     """pass@1 (mean per-task success rate) and pass@k (share of tasks solved at least once in
-    their k samples) of a probed pool, and its tasks per difficulty."""
-    probed = [(w, n) for w, n in rates.values() if n]
-    return {"pass_at_1": round(sum(w / n for w, n in probed) / len(probed), 4) if probed else 0.0,
-            "pass_at_k": round(sum(w > 0 for w, _ in probed) / len(probed), 4) if probed else 0.0,
-            "by_difficulty": {d: sum(difficulty(w, n) == d for w, n in rates.values())
-                              for d in DIFFICULTIES}}
+    their k samples) of the probed tasks, and tasks per difficulty, computed and named as
+    rounds 2-4 report their pools (`rounds.pool`)."""
+    probed = {i: r for i, r in rates.items() if r[1]}
+    return {"pass@1": _mean_rate(probed), "pass@k": _any_rate(probed),
+            "difficulty": _count(difficulty(*r) for r in rates.values())}

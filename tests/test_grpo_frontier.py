@@ -47,9 +47,10 @@ def test_select_frontier_fills_nearest_half_then_spread_then_harder():
 def test_pool_summary_pass_at_1_and_k():
     rates = {"a": (4, 4), "b": (1, 4), "c": (0, 4), "d": (3, 4)}
     s = pool_summary(rates)
-    assert s["pass_at_1"] == pytest.approx((1 + 0.25 + 0 + 0.75) / 4)  # 0.5
-    assert s["pass_at_k"] == pytest.approx(3 / 4)
-    assert s["by_difficulty"] == {"solved": 1, "frontier": 2, "unsolved": 1}
+    assert s["pass@1"] == pytest.approx((1 + 0.25 + 0 + 0.75) / 4)  # 0.5
+    assert s["pass@k"] == pytest.approx(3 / 4)
+    assert s["difficulty"] == {"solved": 1, "frontier": 2, "unsolved": 1}
+    assert pool_summary({**rates, "unprobed": (0, 0)})["pass@1"] == pytest.approx(0.5)
 
 
 def test_frontier_settings_are_strict():
@@ -111,12 +112,13 @@ def test_frontier_probes_selects_fills_and_records(tmp_path):
     assert backend.params[0].temperature == 0.9 and backend.params[0].max_tokens == 48
     assert backend.params[0].top_p == 1.0
     st = ctx.stats["frontier"]
-    assert st["candidates"] == 6 and st["probe_k"] == 4 and st["min_tasks"] == 4
-    assert st["pass_at_1"] == pytest.approx(0.5)          # (1 + 0 + .25 + .75 + 0 + 1) / 6
-    assert st["pass_at_k"] == pytest.approx(4 / 6, abs=1e-4)
-    assert st["by_difficulty"] == {"solved": 2, "frontier": 2, "unsolved": 2}
+    assert st["tasks"] == 6 and st["probe_k"] == 4 and st["min_tasks"] == 4
+    assert st["pass@1"] == pytest.approx(0.5)          # (1 + 0 + .25 + .75 + 0 + 1) / 6
+    assert st["pass@k"] == pytest.approx(4 / 6, abs=1e-4)
+    assert st["difficulty"] == {"solved": 2, "frontier": 2, "unsolved": 2}
     assert st["used"] == 4 and st["filled"] == 2
-    assert st["used_by_difficulty"] == {"solved": 0, "frontier": 2, "unsolved": 2}
+    assert st["used_difficulty"] == {"solved": 0, "frontier": 2, "unsolved": 2}
+    assert ctx.store.state()["rounds"]["5"]["done"]["frontier"]["used"] == 4
     table = json.loads((ctx.dir / "frontier.json").read_text())["tasks"]
     assert table[ids[2]] == {"successes": 1, "samples": 4, "difficulty": "frontier",
                              "used": True}
