@@ -132,13 +132,15 @@ def pool_stats(pool: Pool, accepted: list[Trajectory], train_on: list[str]) -> d
     """pass@1 (mean per-task pass rate over all its samples), pass@k (share of tasks with a
     success), the same two for the probe alone (k_probe each: comparable across rounds),
     tasks per difficulty after the probe and after the top-ups, accepted rows per
-    difficulty, samples spent."""
+    difficulty, samples spent, and how many were cut at the token budget or the context
+    window (`token_limit`)."""
     rates, diff = pool.rates, pool.difficulties()
     probe = pass_rates(pool.probe)
     kept = Counter(diff.get(t.task_id, "unsolved") for t in accepted)
     return {
         "tasks": len(rates), "samples": sum(n for _, n in rates.values()),
         "probe_samples": len(pool.probe), "topup_samples": len(pool.rows) - len(pool.probe),
+        "token_limit": sum(t.finish == "token_limit" for t in pool.rows),
         "pass@1": _mean_rate(rates), "pass@k": _any_rate(rates),
         "probe_pass@1": _mean_rate(probe), "probe_pass@k": _any_rate(probe),
         "probe_difficulty": _count(difficulty(*r) for r in probe.values()),

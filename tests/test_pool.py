@@ -191,7 +191,8 @@ def test_plan_finish_pool_samples_by_pass_rate_and_trains_on_the_frontier(tmp_pa
     # after: 0 2/2 solved, 1 2/4 and 2 1/3 frontier, 3 0/3 unsolved
     assert st["pass@1"] == round((1 + 0.5 + 1 / 3 + 0) / 4, 4) == 0.4583
     assert st["pass@k"] == 0.75 and st["probe_pass@1"] == 0.375 and st["probe_pass@k"] == 0.5
-    assert (st["samples"], st["probe_samples"], st["topup_samples"]) == (12, 8, 4)
+    assert (st["samples"], st["probe_samples"], st["topup_samples"], st["token_limit"]) == \
+        (12, 8, 4, 0)
     assert st["probe_difficulty"] == {"solved": 1, "frontier": 1, "unsolved": 2}
     assert st["difficulty"] == {"solved": 1, "frontier": 2, "unsolved": 1}
     # the frontier's successes (identical replays: one per task after dedup), nothing else
@@ -308,3 +309,25 @@ def test_run_summary_states_each_pool_and_the_context_fit(tmp_path, monkeypatch)
            "tasks solved/frontier/unsolved 1/2/1; kept 0/2/0 (train on frontier)" in lines
     assert "round 3 context: lengths used 800 (1237 tok); refused 12000: needs 4550 tokens; " \
            "limit 4096 tokens" in lines
+
+
+@pytest.mark.slow
+def test_tiny_round_two_with_a_pool(tmp_path):
+    """The real loop on the tiny preset's round 2 with a pool (a tiny model, a real sampler
+    and SFT): heavy, run with -m slow on an idle machine. A random model solves nothing, so
+    every task is unsolved and trains on its oracle row."""
+    from pipeline import config
+    from pipeline.loop import run
+    cfg = config.load(preset="tiny", overrides=[
+        f"run_dir={tmp_path / 'run'}", "export.enabled=false",
+        "rounds.plan_finish.pool={k_probe: 2, k_max: 3, train_on: [frontier, unsolved]}"])
+    run(cfg, only_round=2, progress=False)
+    state = json.loads((tmp_path / "run" / "state.json").read_text())["rounds"]["2"]
+    pool = state["done"]["pool"]
+    tasks = sum(cfg.rounds["plan_finish"].tasks.values())
+    assert pool["tasks"] == tasks and pool["probe_samples"] == 2 * tasks
+    assert pool["samples"] == pool["probe_samples"] + pool["topup_samples"] <= 3 * tasks
+    assert sum(pool["difficulty"].values()) == tasks
+    assert pool["kept"]["unsolved"] == pool["difficulty"]["unsolved"]   # one oracle row each
+    assert state["done"]["accepted"]["accepted"] == sum(pool["kept"].values())
+    assert "train" in state["done"]
