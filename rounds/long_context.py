@@ -3,8 +3,9 @@ buckets (`context_tokens`); the plan + finish filter applied per bucket; packed 
 
 A bucket is used only when its tasks fit: the oracle conversation of its longest probe task
 plus one turn's budget (`max_new_tokens`) within both `sampler.max_context_tokens` (what the
-sampler and the canaries allow) and the model's window. The others are refused, with the
-reason, in the round's stats (`context`); none fitting stops the round before it samples.
+sampler and the canaries allow) and the model's window, and the conversation itself within
+`sft.max_length` (SFT drops longer rows). The others are refused, with the reason, in the
+round's stats (`context`); none fitting stops the round before it samples.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def fitting_lengths(ctx: RoundContext) -> list[int]:
     tok = load_tokenizer(model)
     report = fit(s.context_tokens, lambda text: len(tok.encode(text, add_special_tokens=False)),
                  ctx.cfg.sampler.max_context_tokens, model_window(model), s.max_new_tokens,
-                 s.domains)
+                 s.domains, train_length=s.sft.max_length)
     ctx.stats["context"] = report
     ctx.mark("context", **report)
     if not report["used"]:
@@ -47,26 +48,30 @@ def fitting_lengths(ctx: RoundContext) -> list[int]:
 
 
 def fit(lengths: list[int], count, max_context: int, window: int | None, turn_tokens: int,
-        domains: list[str] | None = None) -> dict:
+        domains: list[str] | None = None, train_length: int | None = None) -> dict:
     """{limit, window, needs: length -> tokens, used: [...], refused: length -> why} (pure
     but for `count`, text -> tokens). A length needs its longest probe task's oracle
-    conversation plus `turn_tokens`, and must fit min(max_context, window)."""
+    conversation plus `turn_tokens` within min(max_context, window), and the conversation
+    within `train_length` when given."""
     limit = min(max_context, window) if window else max_context
     needs, used, refused = {}, [], {}
     for length in lengths:
-        need = max(count(render(t.messages() + t.oracle, t.tools)) for t in (
+        conv = max(count(render(t.messages() + t.oracle, t.tools)) for t in (
             taskgen.make("long_context", i, namespace="context-fit", context_tokens=length,
                          domains=taskgen.domain_cycle("long_context", i, domains))
-            for i in range(PROBE_TASKS))) + turn_tokens
-        needs[str(length)] = need
-        if need <= limit:
-            used.append(length)
-        else:
+            for i in range(PROBE_TASKS)))
+        need = needs[str(length)] = conv + turn_tokens
+        if need > limit:
             by = ("sampler.max_context_tokens" if limit == max_context else "the model's window")
-            refused[str(length)] = (f"needs {need} tokens (oracle conversation + {turn_tokens} for a "
-                               f"turn), over {by} ({limit})")
+            refused[str(length)] = (f"needs {need} tokens (oracle conversation + {turn_tokens} "
+                                    f"for a turn), over {by} ({limit})")
+        elif train_length and conv > train_length:
+            refused[str(length)] = (f"its rows take {conv} tokens, over sft.max_length "
+                                    f"({train_length}): training would drop them")
+        else:
+            used.append(length)
     return {"limit": limit, "max_context_tokens": max_context, "window": window,
-            "needs": needs, "used": used, "refused": refused}
+            "train_length": train_length, "needs": needs, "used": used, "refused": refused}
 
 
 def model_window(model_dir: Path) -> int | None:

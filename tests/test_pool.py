@@ -274,6 +274,10 @@ def test_long_context_uses_the_lengths_that_fit_and_says_why_not(model_dir):
     small = long_context.fit([600, 1600], count, 4096, n["600"], 128)
     assert small["used"] == [600] and "the model's window" in small["refused"]["1600"]
     assert long_context.model_window(model_dir) == 8192
+    short = long_context.fit([600, 1600], count, 4096, 8192, 128, train_length=n["600"])
+    assert short["used"] == [600]
+    assert short["refused"]["1600"] == (f"its rows take {n['1600'] - 128} tokens, over "
+                                        f"sft.max_length ({n['600']}): training would drop them")
 
 
 def test_long_context_round_refuses_before_sampling_when_nothing_fits(tmp_path, model_dir,
