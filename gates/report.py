@@ -233,10 +233,12 @@ def round_notes(run_dir: str | Path) -> list[str]:
 
 
 def pool_text(p: dict) -> str:
-    """`pass@1 0.458 pass@k 0.750 (probe 0.375/0.500), 4 tasks, 12 samples; tasks s/f/u
-    1/2/1; kept s/f/u 0/2/0 (train on frontier)`."""
+    """`pass@1 0.458 pass@k 0.750 (probe 0.375/0.500), 4 tasks, 12 samples; tasks
+    solved/frontier/unsolved 1/2/1; kept 0/2/0 (train on frontier)`."""
     d, kept = p.get("difficulty", {}), p.get("kept", {})
-    trio = lambda c: "/".join(str(c.get(k, 0)) for k in ("solved", "frontier", "unsolved"))  # noqa: E731
+
+    def trio(c: dict) -> str:
+        return "/".join(str(c.get(k, 0)) for k in ("solved", "frontier", "unsolved"))
     return (f"pass@1 {p['pass@1']:.3f} pass@k {p['pass@k']:.3f} (probe "
             f"{p.get('probe_pass@1', 0):.3f}/{p.get('probe_pass@k', 0):.3f}), "
             f"{p.get('tasks', 0)} tasks, {p.get('samples', 0)} samples; tasks solved/frontier/"
