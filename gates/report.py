@@ -222,14 +222,35 @@ def round_notes(run_dir: str | Path) -> list[str]:
         rounds = json.loads((Path(run_dir) / "state.json").read_text()).get("rounds", {})
     except (FileNotFoundError, json.JSONDecodeError):
         return []
-    out = []
-    for n, r in sorted(rounds.items(), key=lambda x: int(x[0])):
-        for step, info in r.get("done", {}).items():
-            if "pass@1" in info:
-                out.append(f"round {n} {step}: {pool_text(info)}")
-            elif step == "context" and "used" in info:
-                out.append(f"round {n} context: {context_text(info)}")
+    out = [f"round {n} {step}: {note}"
+           for n, r in sorted(rounds.items(), key=lambda x: int(x[0]))
+           for step, note in step_notes(r.get("done", {}))]
     return [""] + out if out else []
+
+
+def step_notes(done: dict) -> list[tuple[str, str]]:
+    """(step, one line) for each recorded step of a round that says what it trained on: a
+    pool (rounds 2-4), round 3's length fit, round 5's frontier probe."""
+    out = []
+    for step, info in done.items():
+        if step == "frontier" and "used" in info:
+            out.append((step, frontier_text(info)))
+        elif "pass@1" in info:
+            out.append((step, pool_text(info)))
+        elif step == "context" and "used" in info:
+            out.append((step, context_text(info)))
+    return out
+
+
+def frontier_text(f: dict) -> str:
+    """`probe k=4: pass@1 0.375 pass@k 0.750, 8 tasks solved/frontier/unsolved 2/4/2; GRPO on
+    4 (1 filled up nearest 0.5)`."""
+    d = f.get("difficulty", {})
+    trio = "/".join(str(d.get(k, 0)) for k in ("solved", "frontier", "unsolved"))
+    filled = f" ({f['filled']} filled up nearest 0.5)" if f.get("filled") else ""
+    return (f"probe k={f.get('probe_k')}: pass@1 {f['pass@1']:.3f} pass@k {f['pass@k']:.3f}, "
+            f"{f.get('tasks', 0)} tasks solved/frontier/unsolved {trio}; GRPO on "
+            f"{f['used']}{filled}")
 
 
 def pool_text(p: dict) -> str:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import yaml
 
+from gates.report import step_notes
 from pipeline import timing
 from pipeline.recipes import BUILTIN, ordered
 from pipeline.runstore import STEPS, RunStore
@@ -43,6 +44,7 @@ def status_text(run: Path) -> str:
             why = ", ".join(f"{k} {v}" for k, v in t.get("why", {}).items())
             lines.append(f"      teacher ({t['verify']}): {t['read']} read, {t['kept']} kept, "
                          f"{t['dropped']} dropped" + (f" ({why})" if why else ""))
+        lines += [f"      {step}: {note}" for step, note in step_notes(done)]
         if r.get("timing"):
             lines += time_lines(r["timing"], r.get("wall_s"))
         for why in r.get("reasons", [])[:3]:

@@ -141,22 +141,25 @@ def pool_stats(pool: Pool, accepted: list[Trajectory], train_on: list[str]) -> d
         "tasks": len(rates), "samples": sum(n for _, n in rates.values()),
         "probe_samples": len(pool.probe), "topup_samples": len(pool.rows) - len(pool.probe),
         "token_limit": sum(t.finish == "token_limit" for t in pool.rows),
-        "pass@1": _mean_rate(rates), "pass@k": _any_rate(rates),
-        "probe_pass@1": _mean_rate(probe), "probe_pass@k": _any_rate(probe),
-        "probe_difficulty": _count(difficulty(*r) for r in probe.values()),
-        "difficulty": _count(diff.values()),
+        "pass@1": mean_pass_rate(rates), "pass@k": any_pass_rate(rates),
+        "probe_pass@1": mean_pass_rate(probe), "probe_pass@k": any_pass_rate(probe),
+        "probe_difficulty": count_difficulties(difficulty(*r) for r in probe.values()),
+        "difficulty": count_difficulties(diff.values()),
         "kept": {d: kept[d] for d in DIFFICULTIES}, "train_on": list(train_on)}
 
 
-def _mean_rate(rates: dict[str, tuple[int, int]]) -> float:
+def mean_pass_rate(rates: dict[str, tuple[int, int]]) -> float:
+    """pass@1: the mean per-task success rate."""
     return round(sum(w / n for w, n in rates.values()) / len(rates), 4) if rates else 0.0
 
 
-def _any_rate(rates: dict[str, tuple[int, int]]) -> float:
+def any_pass_rate(rates: dict[str, tuple[int, int]]) -> float:
+    """pass@k: the share of tasks solved by at least one of their samples."""
     return round(sum(w > 0 for w, _ in rates.values()) / len(rates), 4) if rates else 0.0
 
 
-def _count(values: Iterable[str]) -> dict[str, int]:
+def count_difficulties(values: Iterable[str]) -> dict[str, int]:
+    """How many of each difficulty, every difficulty named (0 when absent)."""
     c = Counter(values)
     return {d: c[d] for d in DIFFICULTIES}
 

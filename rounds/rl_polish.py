@@ -15,7 +15,8 @@ from data.jsonl import write_text_atomic
 from data.trajectory import Task
 from pipeline.recipes import RLSettings
 from rounds.common import Candidate, RoundContext, make_tasks, sample, training_step
-from rounds.pool import _any_rate, _count, _mean_rate, difficulty, pass_rates
+from rounds.pool import (any_pass_rate, count_difficulties, difficulty, mean_pass_rate,
+                         pass_rates)
 
 SETTINGS = RLSettings
 log = logging.getLogger("toolsmith")
@@ -54,7 +55,7 @@ def frontier(ctx: RoundContext, candidates: list[Task]) -> list[Task]:
     rates = {t.id: rates.get(t.id, (0, 0)) for t in candidates}
     want = s.frontier.min_tasks or s.grpo.tasks_per_step  # validated: >= tasks_per_step
     chosen, filled = select_frontier(rates, want, score_spread(probe))
-    used = _count(difficulty(*rates[i]) for i in chosen)
+    used = count_difficulties(difficulty(*rates[i]) for i in chosen)
     stats = {"tasks": len(candidates), "probe_k": k, **pool_summary(rates), "used": len(chosen),
              "used_difficulty": used, "filled": filled, "min_tasks": want}
     ctx.stats["frontier"] = stats
@@ -111,5 +112,5 @@ def pool_summary(rates: dict[str, tuple[int, int]]) -> dict:
     their k samples) of the probed tasks, and tasks per difficulty, computed and named as
     rounds 2-4 report their pools (`rounds.pool`)."""
     probed = {i: r for i, r in rates.items() if r[1]}
-    return {"pass@1": _mean_rate(probed), "pass@k": _any_rate(probed),
-            "difficulty": _count(difficulty(*r) for r in rates.values())}
+    return {"pass@1": mean_pass_rate(probed), "pass@k": any_pass_rate(probed),
+            "difficulty": count_difficulties(difficulty(*r) for r in rates.values())}
