@@ -40,11 +40,11 @@ def cmd_run(args) -> int:
                 continue
             st = state["rounds"].get(str(n), {})
             done = ",".join(st.get("done", {})) or "-"
-            what = "GRPO" if hasattr(rs, "grpo") else f"SFT (k={getattr(rs, 'k', 1)})"
+            what = training_plan(rs)
             items, keep_se = cfg.canaries.size(rs.target), cfg.gate.keep_se
             mde = keep_mde(items, keep_se)
             print(f"  {n} {name:<13} {'on ' if rs.enabled else 'off'} tasks={sum(rs.tasks.values()):<4}"
-                  f" {what:<10} target={rs.target:<12} n={items:<4} keep MDE={mde:.3f}"
+                  f" {what:<24} target={rs.target:<12} n={items:<4} keep MDE={mde:.3f}"
                   f" status={st.get('status', 'pending')} done={done}")
             if rs.enabled and mde > DETECT:
                 print(f"    WARNING: target {rs.target} has {items} items: keep MDE {mde:.3f} at "
@@ -61,6 +61,19 @@ def cmd_run(args) -> int:
     from gates.report import summary_table
     print(summary_table(cfg.directory()))
     return 0
+
+
+def training_plan(rs) -> str:
+    """How a round trains, in a few words: `SFT k=2`, `SFT pool k 2-6` (a pass-rate-aware
+    pool) or `GRPO 16x2x4 probe k=4` (steps x tasks x group, the frontier probe)."""
+    if hasattr(rs, "grpo"):
+        g, f = rs.grpo, getattr(rs, "frontier", None)
+        probe = f" probe k={f.probe_k or g.group_size}" if f is not None and f.enabled else ""
+        return f"GRPO {g.max_steps}x{g.tasks_per_step}x{g.group_size}{probe}"
+    pool = getattr(rs, "pool", None)
+    if pool is not None:
+        return f"SFT pool k {pool.k_probe}-{pool.k_max}"
+    return f"SFT k={getattr(rs, 'k', 1)}"
 
 
 def cmd_status(args) -> int:

@@ -109,6 +109,9 @@ def test_dry_run_states_target_n_mde_and_warns(tmp_path, capsys):
     assert "target=bfcl_multi_turn_base n=100  keep MDE=0.075 " in plan[plan_finish]
     assert "WARNING" not in plan[plan_finish + 1]            # 100 items detect +0.10
     assert sum("WARNING" in line for line in plan) == 4       # the other four rounds
+    assert " SFT k=1 " in plan[grounding]                      # how each round trains
+    rl = next(line for line in plan if " rl_polish " in line)
+    assert " GRPO 1x1x2 probe k=2 " in rl, rl                  # steps x tasks x group, probe
 
 
 # -------------------------------------------------------------------- evaluation and gate
