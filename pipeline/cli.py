@@ -124,9 +124,8 @@ def cmd_eval(args) -> int:
 
 def cmd_export(args) -> int:
     from export import export_model
-    src = Path(args.target)
-    if (src / "promoted.json").exists():
-        src = Path(json.loads((src / "promoted.json").read_text())["model"])
+    from pipeline import models
+    src = models.resolve(args.target)  # a run directory means its promoted model
     out = Path(args.out or (src.parent / "export"))
     info = export_model(src, out, args.quant, load_check=not args.no_load_check)
     print(json.dumps({k: v for k, v in info.items() if k != "load_check"}, indent=1, default=str))
@@ -200,7 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_report)
 
     p = sub.add_parser("eval", help="evaluate a model on the canary suites")
-    p.add_argument("model", help="model dir, embedded:smollm2-135m or tiny:W")
+    p.add_argument("model", help="model dir, a run dir (its promoted model), "
+                                 "embedded:smollm2-135m or tiny:W")
     p.add_argument("--suite", help="comma list: reasoning,recovery,single_turn,multi_turn,"
                                    "irrelevance, or bfcl_<category> of canaries.bfcl")
     p.add_argument("--k", type=int)

@@ -8,6 +8,7 @@ project's chat template, so sampler, trainer and export render conversations ide
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 from pathlib import Path
@@ -123,16 +124,21 @@ def tiny_model_dir(width: int = 64, layers: int = 2, seed: int = 0) -> Path:
 
 
 def resolve(model: str | Path) -> Path:
-    """A model reference from config: `embedded:smollm2-135m`, `tiny:W` or a directory."""
+    """A model reference: `embedded:smollm2-135m`, `tiny:W`, an HF directory, or a run
+    directory (its promoted model, from `promoted.json`)."""
     model = str(model)
     if model == EMBEDDED:
         return embedded_model_dir()
     if model.startswith("tiny:"):
         return tiny_model_dir(width=int(model.split(":")[1]))
     path = Path(model)
+    promoted = path / "promoted.json"
+    if promoted.exists() and not (path / "config.json").exists():
+        return resolve(json.loads(promoted.read_text())["model"])
     if not (path / "config.json").exists():
-        raise FileNotFoundError(f"model {model!r}: no config.json there; give an HF model "
-                                f"directory, {EMBEDDED!r} or 'tiny:64'")
+        raise FileNotFoundError(f"model {model!r}: no config.json (nor a run's promoted.json) "
+                                f"there; give an HF model directory, a run directory, "
+                                f"{EMBEDDED!r} or 'tiny:64'")
     return path
 
 

@@ -68,3 +68,18 @@ def test_lock_keeps_a_second_writer_out(tmp_path):
     a.unlock()
     b.lock()
     b.unlock()
+
+
+def test_a_run_directory_resolves_to_its_promoted_model(tmp_path):
+    """`pipeline eval RUN` / `pipeline export RUN` use the run's promoted model; a directory
+    with neither config.json nor promoted.json is a clear error."""
+    import json
+
+    from pipeline.models import resolve
+    model = tmp_path / "run" / "round-1-grounding" / "model"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    (tmp_path / "run" / "promoted.json").write_text(json.dumps({"round": 1, "model": str(model)}))
+    assert resolve(tmp_path / "run") == model
+    with pytest.raises(FileNotFoundError, match="nor a run's promoted.json"):
+        resolve(tmp_path / "run" / "round-1-grounding")
