@@ -40,7 +40,7 @@ from data.jsonl import write_text_atomic
 from data.loaders import BfclItem, bfcl_task
 from data.tasks import SYSTEM
 from data.turns import Conversation, Step, take_turn
-from pipeline.rollout import rollout
+from pipeline.rollout import progress_bar, rollout
 from pipeline.sampling.base import Backend, SamplingParams
 
 from .ast_check import check
@@ -200,21 +200,30 @@ def finish(p: Play, keep_messages: bool = True) -> Result:
 def play_multi_turn(entries: list[MultiTurnEntry], backend: Backend, *, k: int = 1,
                     seed: int = 0, params: SamplingParams | None = None,
                     max_context_tokens: int = 8192, batch_size: int = 32, tokenizer=None,
-                    keep_messages: bool = True) -> list[Result]:
-    """k rollouts of every entry, scored; at most `batch_size` hold BFCL instances at once."""
+                    keep_messages: bool = True, progress: bool = False) -> list[Result]:
+    """k rollouts of every entry, scored; at most `batch_size` hold BFCL instances at once.
+    `progress`: a bar that counts finished rollouts (an entry takes minutes on a CPU)."""
     params = params or params_for()
     tokenizer = tokenizer if tokenizer is not None else getattr(backend, "tokenizer", None)
     todo = [(e, s) for e in entries for s in range(k)]
     results: list[Result] = []
-    for b in range(0, len(todo), batch_size):
-        plays = [start(e, s, seed) for e, s in todo[b:b + batch_size]]
-        try:
-            active = [p for p in plays if not p.done]
-            while active:
-                _generate(active, backend, params, max_context_tokens, tokenizer)
-                active = [p for p in active if not p.done]
-        finally:
-            results += [finish(p, keep_messages) for p in plays]
+    bar = progress_bar(len(todo), progress, f"bfcl[{entries[0].category if entries else ''}]")
+    try:
+        for b in range(0, len(todo), batch_size):
+            plays = [start(e, s, seed) for e, s in todo[b:b + batch_size]]
+            try:
+                active = [p for p in plays if not p.done]
+                while active:
+                    _generate(active, backend, params, max_context_tokens, tokenizer)
+                    still = [p for p in active if not p.done]
+                    if bar is not None:
+                        bar.update(len(active) - len(still))
+                    active = still
+            finally:
+                results += [finish(p, keep_messages) for p in plays]
+    finally:
+        if bar is not None:
+            bar.close()
     return results
 
 
@@ -222,13 +231,13 @@ def play_multi_turn(entries: list[MultiTurnEntry], backend: Backend, *, k: int =
 
 def play_single_turn(items: list[BfclItem], backend: Backend, *, k: int = 1, seed: int = 0,
                      params: SamplingParams | None = None, max_context_tokens: int = 8192,
-                     tokenizer=None) -> list[Result]:
+                     tokenizer=None, progress: bool = False) -> list[Result]:
     """k samples of every item through the project's rollout driver (one assistant turn),
     scored by BFCL's `ast_checker`."""
     params = params or params_for()
     tasks = [bfcl_task(it) for it in items]
     trajs, _ = rollout(tasks, backend, k=k, round=seed, params=params,
-                       max_context_tokens=max_context_tokens, progress=False,
+                       max_context_tokens=max_context_tokens, progress=progress,
                        tokenizer=tokenizer, max_calls_per_turn=MAX_CALLS_PER_STEP)
     by_task = {(t.task_id, t.sample): t for t in trajs}
     results = []
@@ -265,26 +274,27 @@ def parse_categories(spec: str | list[str]) -> list[str]:
 
 def run_category(category: str, backend: Backend, *, limit: int | None = None, seed: int = 0,
                  k: int = 1, params: SamplingParams | None = None,
-                 max_context_tokens: int = 8192) -> tuple[list[Result], float, int]:
+                 max_context_tokens: int = 8192,
+                 progress: bool = False) -> tuple[list[Result], float, int]:
     """One category's seeded selection, played and scored: (results, wall s, n items)."""
     t0 = time.perf_counter()
     if category in MULTI_TURN:
         entries = load_multi_turn(category)
         chosen = [entries[i] for i in select(len(entries), limit, seed, category)]
         results = play_multi_turn(chosen, backend, k=k, seed=seed, params=params,
-                                  max_context_tokens=max_context_tokens)
+                                  max_context_tokens=max_context_tokens, progress=progress)
     else:
         items = load_single(category)
         chosen = [items[i] for i in select(len(items), limit, seed, category)]
         results = play_single_turn(chosen, backend, k=k, seed=seed, params=params,
-                                   max_context_tokens=max_context_tokens)
+                                   max_context_tokens=max_context_tokens, progress=progress)
     return results, time.perf_counter() - t0, len(chosen)
 
 
 def evaluate_bfcl(backend: Backend, categories: list[str], *, model: str = "?",
                   limit: int | None = None, seed: int = 0, k: int = 1,
                   params: SamplingParams | None = None, max_context_tokens: int = 8192,
-                  out_dir: str | Path | None = None) -> dict:
+                  out_dir: str | Path | None = None, progress: bool = False) -> dict:
     """Every category in turn; writes `<category>.jsonl` (one scored rollout a line),
     `report.json` and `report.md` to `out_dir` when given, after each category. Returns the
     report."""
@@ -299,7 +309,8 @@ def evaluate_bfcl(backend: Backend, categories: list[str], *, model: str = "?",
     for category in categories:
         results, wall, n_items = run_category(category, backend, limit=limit, seed=seed, k=k,
                                               params=params,
-                                              max_context_tokens=max_context_tokens)
+                                              max_context_tokens=max_context_tokens,
+                                              progress=progress)
         report["categories"].append(summarise(category, results, wall, n_items))
         if out is not None:  # after every category: a kill keeps the categories done
             write_text_atomic(out / f"{category}.jsonl", "".join(
@@ -333,6 +344,6 @@ def evaluate_model_bfcl(cfg, model_dir: str | Path, categories: str | list[str],
     try:
         return evaluate_bfcl(backend, names, model=str(model_dir), limit=limit, seed=seed,
                              params=params_for(cfg.canaries.max_new_tokens),
-                             max_context_tokens=context, out_dir=out_dir)
+                             max_context_tokens=context, out_dir=out_dir, progress=True)
     finally:
         backend.close()

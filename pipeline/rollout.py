@@ -121,7 +121,7 @@ def rollout(tasks: list[Task], backend: Backend, *, k: int = 1, round: int = 0,
     stats.resumed = len(old)
     todo = [(t, s) for t in tasks for s in range(first_sample, first_sample + k)
             if (t.id, s) not in done]
-    bar = _progress(len(todo), progress, getattr(backend, "name", "backend"))
+    bar = progress_bar(len(todo), progress, f"rollout[{getattr(backend, 'name', 'backend')}]")
     new: list[Trajectory] = []
     start = time.perf_counter()
     writer = Appender(out) if out is not None else None
@@ -151,11 +151,12 @@ def rollout(tasks: list[Task], backend: Backend, *, k: int = 1, round: int = 0,
     return old + new, stats
 
 
-def _progress(total: int, on: bool, name: str):
+def progress_bar(total: int, on: bool, desc: str):
+    """A tqdm bar over `total` rollouts, or None when off or empty."""
     if not on or total == 0:
         return None
     from tqdm import tqdm
-    return tqdm(total=total, desc=f"rollout[{name}]", unit="traj", dynamic_ncols=True)
+    return tqdm(total=total, desc=desc, unit="traj", dynamic_ncols=True)
 
 
 def _start(task: Task, sample: int, round: int, max_calls: int) -> _Live:

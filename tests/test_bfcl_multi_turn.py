@@ -106,7 +106,7 @@ def test_miss_func_offers_the_function_at_its_turn(entries):
     from data.bfcl import ADDED_FUNCTIONS_PROMPT
     from gates.bfcl import play_multi_turn
     e = entries["multi_turn_miss_func"][0]  # `sort` withheld until turn 3
-    r, = play_multi_turn([e], Script(e))
+    r, = play_multi_turn([e], Script(e), progress=True)  # the bar counts the one rollout
     users = [m["content"] for m in r.messages if m["role"] == "user"]
     assert users[3] == ADDED_FUNCTIONS_PROMPT and r.score.valid
     assert r.calls[3] == [["sort(file_name='final_report.pdf')"]]
