@@ -16,7 +16,7 @@ from pathlib import Path
 
 from data.jsonl import write_text_atomic
 from pipeline import timing
-from pipeline.training.panels import GRPO_PANELS, SFT_PANELS
+from pipeline.training.panels import GRPO_PANELS, SFT_PANELS, panel_grid
 
 from .report import ROUND_DIR, history, round_reports, summary_table
 
@@ -103,12 +103,8 @@ def curve_plot(title: str, rows: list[dict], panels: list[tuple[str, str]]) -> s
     if not panels:
         return None
     plt = _pyplot()
-    cols = min(len(panels), 3)
-    nrows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.0 * nrows), squeeze=False)
-    for ax in axes.flat[len(panels):]:
-        ax.axis("off")
-    for ax, (key, label) in zip(axes.flat, panels):
+    fig, axes = panel_grid(plt, len(panels), 4.2, 3.0)
+    for ax, (key, label) in zip(axes, panels):
         pts = [(r.get("step", i), r[key]) for i, r in enumerate(rows)
                if isinstance(r.get(key), (int, float))]
         ax.plot(*zip(*pts), marker="o", ms=3)

@@ -13,7 +13,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from data.jsonl import Appender, write_atomic
-from pipeline.training.panels import GRPO_PANELS, SFT_PANELS  # noqa: F401 (re-exported)
+from pipeline.training.panels import panel_grid
 
 
 class JsonlLog(TrainerCallback):
@@ -56,8 +56,6 @@ def _read(path: Path) -> list[dict]:
     return rows
 
 
-PANELS_PER_ROW = 3
-
 
 def step_rows(log_path: Path, panels: list[tuple[str, str]]) -> list[dict]:
     """The log's per-step rows: those carrying the first panel's key (the trainer's closing
@@ -76,12 +74,8 @@ def plot_curves(log_path: Path, png: Path, panels: list[tuple[str, str]],
     rows = step_rows(log_path, panels)
     if not rows:
         return None
-    cols = min(len(panels), PANELS_PER_ROW)
-    nrows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(4 * cols, 3.2 * nrows), squeeze=False)
-    for ax in axes.flat[len(panels):]:
-        ax.axis("off")
-    for ax, (key, label) in zip(axes.flat, panels):
+    fig, axes = panel_grid(plt, len(panels), 4, 3.2)
+    for ax, (key, label) in zip(axes, panels):
         pts = [(r["step"], r[key]) for r in rows if key in r]
         if pts:
             ax.plot(*zip(*pts), marker="o", markersize=3)

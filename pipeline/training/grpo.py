@@ -27,10 +27,10 @@ from data.trajectory import Task
 from data.turns import Conversation, take_turn
 from data.verify import reward as verifier_score
 from pipeline.training.curves import JsonlLog
-from pipeline.training.panels import GRPO_PANELS
 from pipeline.training.fused_head import score_labelled_positions_only
 from pipeline.training.lora import (finish, last_checkpoint, load_base, lora_config,
                                     training_tokenizer)
+from pipeline.training.panels import GRPO_PANELS
 from pipeline.training.settings import GRPOSettings
 from pipeline.training.zero_variance import SHARE_KEY, DropZeroVariance
 

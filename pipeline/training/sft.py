@@ -18,10 +18,11 @@ from pathlib import Path
 from data.trajectory import Trajectory
 from pipeline.training.consistency import (TemplateRoundTripError, check_consistency,
                                            normalise_messages, tokenize_conversation)
-from pipeline.training.curves import SFT_PANELS, JsonlLog
+from pipeline.training.curves import JsonlLog
 from pipeline.training.fused_head import score_labelled_positions_only
 from pipeline.training.lora import (finish, last_checkpoint, load_base, lora_config,
                                     training_tokenizer)
+from pipeline.training.panels import SFT_PANELS
 from pipeline.training.settings import SFTSettings
 
 
