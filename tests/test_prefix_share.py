@@ -38,6 +38,18 @@ def test_grouped_batches_cover_every_row_once_and_are_deterministic():
     assert len({family[r] for r in batches[5]}) == 2
 
 
+def test_lengths_put_similar_rows_together_inside_a_prefix():
+    """One family of 8 rows: by length, the 4 longest form one batch and the 4 shortest the
+    other, whatever the seed; without lengths the seed decides."""
+    keys = [[1] * 40 + [i] for i in range(8)]
+    lengths = [100, 900, 120, 800, 110, 950, 130, 850]
+    for seed in range(3):
+        batches = prefix_batches(keys, 4, seed=seed, lengths=lengths)
+        assert sorted(map(sorted, batches)) == [[0, 2, 4, 6], [1, 3, 5, 7]]
+    plain = {tuple(sorted(prefix_batches(keys, 4, seed=s)[0])) for s in range(6)}
+    assert len(plain) > 2
+
+
 def test_grouped_batches_fill_mixed_batches_from_leftovers():
     # families of 3, 3 and 2 rows: no full batch inside one, so leftovers pool at the root
     keys = [[f] * 40 + [i] for f, n in ((1, 3), (2, 3), (3, 2)) for i in range(n)]

@@ -5,8 +5,9 @@ loss, and a round's rows use only a handful of tool sets. Two pieces turn that i
 
 - `prefix_batches` orders rows so that micro-batches hold rows sharing a long token prefix
   (bottom-up over the rows' token trie: full batches form as deep as possible, leftovers move
-  up and fill mixed batches), shuffled by seed and epoch. `PrefixSharingSFTTrainer` serves it
-  through the Trainer's sampler hook, so checkpoint resume replays the same order.
+  up and fill mixed batches), rows of similar length together inside a prefix (less padding),
+  shuffled by seed and epoch. `PrefixSharingSFTTrainer` serves it through the Trainer's
+  sampler hook, so checkpoint resume replays the same order.
 - `PrefixSharingSFTTrainer.compute_loss` runs a padded micro-batch's shared prefix once (batch
   1, with grad, KV cache kept, no LM head), repeats its cache over the batch (autograd sums
   the rows' gradients back into the one prefix pass) and hands the suffixes with that cache to
@@ -34,15 +35,17 @@ def usable_prefix(input_ids: list[int], labels: list[int]) -> list[int]:
     return list(input_ids[:max(first - 1, 0)])
 
 
-def prefix_batches(keys: list[list[int]], batch_size: int, seed: int,
-                   epoch: int = 0) -> list[list[int]]:
+def prefix_batches(keys: list[list[int]], batch_size: int, seed: int, epoch: int = 0,
+                   lengths: list[int] | None = None) -> list[list[int]]:
     """Row indices in micro-batches of `batch_size`, rows with long common prefixes together.
 
     Bottom-up over the trie of `keys`: at each branching node the rows that end there and the
     leftovers of its children are shuffled, cut into full batches (they share the node's
-    prefix), and what remains moves up. Full batches are shuffled; the one short batch, if any,
-    comes last (the data loader cuts the index stream every `batch_size`). Same (seed, epoch),
-    same batches."""
+    prefix), and what remains moves up. With `lengths` (row tokens) the shuffled rows are
+    sorted by length before the cut (longest batches first, equal lengths in random order),
+    so a batch's suffixes pad to similar lengths and the shortest rows move up. Full batches
+    are shuffled; the one short batch, if any, comes last (the data loader cuts the index
+    stream every `batch_size`). Same (seed, epoch), same batches."""
     rng = random.Random(f"prefix-batches:{seed}:{epoch}")
     batches: list[list[int]] = []
 
@@ -59,6 +62,8 @@ def prefix_batches(keys: list[list[int]], batch_size: int, seed: int,
         for token in sorted(children):
             pool += walk(children[token], depth + 1)
         rng.shuffle(pool)
+        if lengths is not None:
+            pool.sort(key=lambda r: -lengths[r])   # stable: ties keep their random order
         full = len(pool) - len(pool) % batch_size
         batches.extend(pool[i:i + batch_size] for i in range(0, full, batch_size))
         return pool[full:]
@@ -71,8 +76,10 @@ def prefix_batches(keys: list[list[int]], batch_size: int, seed: int,
 class PrefixGroupedSampler(Sampler):
     """Row order of `prefix_batches`, new each epoch (the Trainer calls `set_epoch`)."""
 
-    def __init__(self, keys: list[list[int]], batch_size: int, seed: int):
+    def __init__(self, keys: list[list[int]], batch_size: int, seed: int,
+                 lengths: list[int] | None = None):
         self.keys, self.batch_size, self.seed, self.epoch = keys, batch_size, seed, 0
+        self.lengths = lengths
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -81,7 +88,8 @@ class PrefixGroupedSampler(Sampler):
         return len(self.keys)
 
     def __iter__(self):
-        for batch in prefix_batches(self.keys, self.batch_size, self.seed, self.epoch):
+        for batch in prefix_batches(self.keys, self.batch_size, self.seed, self.epoch,
+                                    self.lengths):
             yield from batch
 
 
@@ -117,9 +125,10 @@ class PrefixSharingSFTTrainer(SFTTrainer):
         dataset = self.train_dataset if train_dataset is None else train_dataset
         if not self.group_by_prefix or dataset is None or "labels" not in dataset.column_names:
             return super()._get_train_sampler(train_dataset)
-        keys = [usable_prefix(ids, lab)
-                for ids, lab in zip(dataset["input_ids"], dataset["labels"])]
-        return PrefixGroupedSampler(keys, self._train_batch_size, self.args.seed)
+        rows = dataset["input_ids"]
+        keys = [usable_prefix(ids, lab) for ids, lab in zip(rows, dataset["labels"])]
+        return PrefixGroupedSampler(keys, self._train_batch_size, self.args.seed,
+                                    [len(ids) for ids in rows])
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         # Training forwards only, on an unwrapped model (one process): a DDP/FSDP wrapper
