@@ -11,7 +11,7 @@ DETECT = 0.10  # --dry-run warns when a round's target cannot detect a change th
 
 BENCHES = {"rollout": "pipeline.bench.rollout", "train": "pipeline.bench.train",
            "verify": "pipeline.bench.verifier", "filters": "pipeline.bench.filters",
-           "run": "pipeline.bench.run"}
+           "run": "pipeline.bench.run", "lora": "pipeline.bench.lora"}
 
 
 def _config(args):

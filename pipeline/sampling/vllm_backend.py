@@ -56,6 +56,16 @@ def cpu_bind_env(setting: str, workers: int = 1) -> dict[str, str]:
     return {BIND_VAR: setting, RESERVED_VAR: "0"}
 
 
+def _adapter_rank(adapter: Path) -> int:
+    """The adapter's LoRA rank, rounded up to a rank vLLM accepts (8, 16, 32, 64, ...)."""
+    import json
+    cfg = adapter / "adapter_config.json"
+    if not cfg.exists():
+        raise BackendError(f"{adapter}: no adapter_config.json; pass a PEFT adapter directory")
+    r = int(json.loads(cfg.read_text())["r"])
+    return next(x for x in (8, 16, 32, 64, 128, 256, 320, 512) if x >= r)
+
+
 @contextmanager
 def _environ(values: dict[str, str]):
     """`values` set in os.environ inside the block, the previous environment restored after."""
@@ -78,11 +88,12 @@ class VLLMBackend:
                  kv_cache_gib: float | None = 1.0, gpu_memory_utilization: float = 0.3,
                  tensor_parallel_size: int = 1, data_parallel_size: int = 1,
                  enforce_eager: bool | None = None, seed: int = 0, cpu_bind: str = "all",
-                 **engine_opts):
+                 lora_adapter: str | Path | None = None, **engine_opts):
         """`kv_cache_gib=None` lets vLLM size the cache from `gpu_memory_utilization`
         (the usual GPU setting). `cpu_bind` (CPU only): `all`, `auto`, `nobind` or a CPU
-        list such as `0-3` (see the module docstring). Other keyword options go to `vllm.LLM`
-        unchanged."""
+        list such as `0-3` (see the module docstring). `lora_adapter`: a PEFT adapter
+        directory served on top of `model` by vLLM's LoRA support (no merge; every request
+        uses it). Other keyword options go to `vllm.LLM` unchanged."""
         from pipeline.models import resolve
         try:
             import vllm
@@ -103,6 +114,12 @@ class VLLMBackend:
             opts["max_num_batched_tokens"] = max(max_model_len, 8192)
         if kv_cache_gib is not None:
             opts["kv_cache_memory_bytes"] = int(kv_cache_gib * 2**30)
+        self.lora_request = None
+        if lora_adapter is not None:
+            from vllm.lora.request import LoRARequest
+            rank = _adapter_rank(Path(lora_adapter))
+            opts.update(enable_lora=True, max_loras=1, max_lora_rank=rank)
+            self.lora_request = LoRARequest("adapter", 1, str(Path(lora_adapter).resolve()))
         opts.update(engine_opts)
         bind = cpu_bind_env(cpu_bind, tensor_parallel_size * data_parallel_size) if on_cpu else {}
         try:
@@ -130,7 +147,8 @@ class VLLMBackend:
                                stop_token_ids=self.end_ids, include_stop_str_in_output=True,
                                skip_special_tokens=True)
                        for seed in seeds]
-        outputs = self.llm.generate(prompts, per_request, use_tqdm=False)
+        outputs = self.llm.generate(prompts, per_request, use_tqdm=False,
+                                    lora_request=self.lora_request)
         done = []
         for out in outputs:
             c = out.outputs[0]
