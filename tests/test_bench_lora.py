@@ -29,7 +29,7 @@ def test_bench_lora_runs_both_paths(tmp_path, capsys):
     base = tiny_model_dir(256)
     adapter = random_adapter(base, tmp_path / "adapter")
     out = tmp_path / "lora.json"
-    assert bench.main(["--adapter", str(adapter), "--base", str(base), "--tasks", "3",
+    assert bench.main(["--adapter", str(adapter), "--base", "tiny:256", "--tasks", "3",
                        "--max-tokens", "8", "--kv-cache-gib", "0.25", "--json", str(out)]) == 0
     res = json.loads(out.read_text())
     assert [r["path"] for r in res["results"]] == ["merge+restart", "adapter"]

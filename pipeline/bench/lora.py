@@ -21,7 +21,7 @@ from pathlib import Path
 from data.jsonl import write_text_atomic
 from data.tasks import generate
 
-from pipeline.models import EMBEDDED
+from pipeline.models import EMBEDDED, resolve
 from pipeline.rollout import rollout
 from pipeline.sampling import make_backend
 from pipeline.sampling.base import SamplingParams
@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not (args.adapter / "adapter_config.json").exists():
         raise SystemExit(f"--adapter {args.adapter}: no adapter_config.json")
+    args.base = resolve(args.base)   # a reference such as embedded:smollm2-135m -> its directory
     n = args.tasks
     tasks = generate({"chained": n - 2 * (n // 3), "recovery": n // 3, "single": n // 3},
                      namespace="bench")
