@@ -7,12 +7,18 @@ item and sample, which makes their per-item differences less noisy.
 
 Writes `out_dir/eval.json` (aggregates and the per-item table) and `out_dir/rollouts.jsonl`.
 A finished eval.json for the same suites, k and sampling settings is reused as it is, so a
-baseline evaluated once serves every later round. Suites scored outside the rollout driver
-(BFCL categories, by BFCL's own checkers: `External`) join the same eval.json, played on the
-same backend, and their hashes count for reuse like the built-in ones.
+baseline evaluated once serves every later round. When the suites change but the sampling
+settings do not (a round whose gate asks for a larger target canary), the trajectories of
+every item already rolled out with those settings are reused from rollouts.jsonl (matched by
+the item's content hash) and only the new items are sampled; with nothing new to sample no
+engine starts at all (`missing_rollouts`). Suites scored outside the rollout driver (BFCL
+categories, by BFCL's own checkers: `External`) join the same eval.json, played on the same
+backend; their hashes count for reuse like the built-in ones, and a suite already in the old
+eval.json with the same hash is carried over rather than played again.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import Counter
@@ -21,7 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from data.chatformat import CALL_OPEN, parse
-from data.jsonl import write_text_atomic
+from data.jsonl import read_all, repair_torn_tail, write_atomic, write_text_atomic
 from data.trajectory import Task, Trajectory
 from data.verify import first_call_metrics, replay
 from pipeline.rollout import rollout
@@ -37,10 +43,10 @@ EVAL_FILE = "eval.json"
 @dataclass(frozen=True)
 class External:
     """Suites the rollout driver does not score (BFCL categories): their content hashes, known
-    before any engine starts (for `finished`), and `run(backend)`, which evaluates them all on
-    the open backend -> suite name -> suite table in `score_suite`'s shape."""
+    before any engine starts (for `finished`), and `run(backend, names)`, which evaluates the
+    named ones on the open backend -> suite name -> suite table in `score_suite`'s shape."""
     hashes: dict[str, str]
-    run: Callable[[Backend], dict[str, dict]]
+    run: Callable[[Backend, list[str]], dict[str, dict]]
 
 
 @dataclass
@@ -128,11 +134,58 @@ def score_suite(suite: Suite, trajectories: list[Trajectory], k: int) -> dict:
 
 # ------------------------------------------------------------------------------ evaluation
 
+def _sampling(k: int, params: SamplingParams, max_context: int) -> dict:
+    """What decides an item's trajectories besides the item itself (JSON-normalised)."""
+    return json.loads(json.dumps({"k": k, "params": asdict(params),
+                                  "max_context_tokens": max_context, "seed_round": SEED_ROUND}))
+
+
 def _settings(suites: list[Suite], k: int, params: SamplingParams, max_context: int,
               external: dict[str, str] | None = None) -> dict:
-    return {"k": k, "params": asdict(params), "max_context_tokens": max_context,
-            "seed_round": SEED_ROUND,
+    return {**_sampling(k, params, max_context),
             "hashes": {**{s.name: s.hash for s in suites}, **(external or {})}}
+
+
+def _task_hashes(suites: list[Suite]) -> dict[str, str]:
+    """Task id -> sha256 of its content, over every item of `suites`; one id in two suites
+    must be one task."""
+    out: dict[str, str] = {}
+    for s in suites:
+        for t in s.items:
+            h = hashlib.sha256(t.model_dump_json().encode()).hexdigest()
+            if out.setdefault(t.id, h) != h:
+                raise ValueError(f"task id {t.id} appears in two suites with different content")
+    return out
+
+
+def _reusable(out_dir: Path, k: int, params: SamplingParams, max_context: int,
+              tasks: dict[str, str]) -> tuple[list[Trajectory], dict[str, str]]:
+    """Trajectories in `out_dir/rollouts.jsonl` made with these sampling settings, and their
+    items' content hashes: those of items in `tasks` (id -> content hash) whose content is
+    unchanged, and those of other items (kept for a later, larger evaluation)."""
+    marker, rollouts = out_dir / "settings.json", out_dir / "rollouts.jsonl"
+    if not (rollouts.exists() and marker.exists()):
+        return [], {}
+    old = json.loads(marker.read_text())
+    if {key: old.get(key) for key in ("k", "params", "max_context_tokens", "seed_round")} != \
+            _sampling(k, params, max_context):
+        return [], {}
+    seen = old.get("tasks", {})
+    repair_torn_tail(rollouts)
+    keep = [t for t in read_all(rollouts, Trajectory)
+            if t.task_id in seen and t.sample < k
+            and tasks.get(t.task_id, seen[t.task_id]) == seen[t.task_id]]
+    return keep, {t.task_id: seen[t.task_id] for t in keep}
+
+
+def missing_rollouts(suites: list[Suite], *, k: int, params: SamplingParams,
+                     out_dir: str | Path, max_context_tokens: int = 4096) -> int:
+    """How many (item, sample) rollouts an evaluation of `suites` in `out_dir` still has to
+    sample; 0 means it can be scored from disk, with no engine."""
+    tasks = _task_hashes(suites)
+    kept, _ = _reusable(Path(out_dir), k, params, max_context_tokens, tasks)
+    have = {(t.task_id, t.sample) for t in kept}
+    return sum((tid, s) not in have for tid in tasks for s in range(k))
 
 
 def load_eval(path: str | Path) -> dict:
@@ -182,31 +235,24 @@ def evaluate(backend: Backend, suites: list[Suite], *, k: int, params: SamplingP
         if done is not None:
             return done
 
-    tasks: dict[str, Task] = {}
-    for s in suites:  # one rollout over all suites: bigger batches for the backend
-        for t in s.items:
-            if t.id in tasks and tasks[t.id] != t:
-                raise ValueError(f"task id {t.id} appears in two suites with different content")
-            tasks[t.id] = t
-    # rollouts.jsonl resumes a killed evaluation, but only one made with the same settings
+    hashes_by_id = _task_hashes(suites)
+    tasks = {t.id: t for s in suites for t in s.items}  # one rollout over all suites
+    # rollouts.jsonl resumes a killed evaluation and serves a later one with more items, but
+    # only trajectories made with the same sampling settings of items with the same content
     marker, rollouts = out_dir / "settings.json", out_dir / "rollouts.jsonl"
-    if rollouts.exists() and (not marker.exists()
-                              or json.loads(marker.read_text()) != json.loads(json.dumps(settings))):
-        rollouts.unlink()
-    write_text_atomic(marker, json.dumps(settings, indent=1))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    keep, kept_hashes = _reusable(out_dir, k, params, max_context_tokens, hashes_by_id)
+    old_eval = load_eval(path) if path.exists() else {}
+    write_atomic(rollouts, keep)
+    write_text_atomic(marker, json.dumps({**settings, "tasks": {**kept_hashes, **hashes_by_id}},
+                                         indent=1))
     start = time.perf_counter()
     trajs, stats = rollout(list(tasks.values()), backend, k=k, round=SEED_ROUND, params=params,
                            max_context_tokens=max_context_tokens, require_plan=False,
                            out=rollouts, progress=progress)
     scored = {s.name: score_suite(s, trajs, k) for s in suites}
     if external:
-        more = external.run(backend)
-        wrong = [n for n, t in more.items() if external.hashes.get(n) != t.get("hash")]
-        if wrong or set(more) != set(external.hashes):
-            raise ValueError(f"external suites differ from the ones announced: got "
-                             f"{sorted(more)}, expected {sorted(external.hashes)}"
-                             + (f"; hashes differ for {wrong}" if wrong else ""))
-        scored.update(more)
+        scored.update(_external(external, backend, old_eval))
     wall = time.perf_counter() - start
     data = {"settings": settings, "meta": dict(meta or {}), "backend": getattr(backend, "name", "?"),
             "wall_s": round(wall, 3), "rollout": {"generated_tokens": stats.generated_tokens,
@@ -215,3 +261,19 @@ def evaluate(backend: Backend, suites: list[Suite], *, k: int, params: SamplingP
             "k": k, "suites": scored}
     write_text_atomic(path, json.dumps(data, indent=1, ensure_ascii=False))
     return EvalResult(data, path)
+
+
+def _external(external: External, backend: Backend, old_eval: dict) -> dict[str, dict]:
+    """The external suites' tables: carried over from `old_eval` where the hash matches,
+    played on `backend` otherwise."""
+    old = old_eval.get("suites", {})
+    carried = {n: old[n] for n, h in external.hashes.items()
+               if n in old and old[n].get("hash") == h}
+    todo = [n for n in external.hashes if n not in carried]
+    more = external.run(backend, todo) if todo else {}
+    wrong = [n for n, t in more.items() if external.hashes.get(n) != t.get("hash")]
+    if wrong or set(more) != set(todo):
+        raise ValueError(f"external suites differ from the ones announced: got "
+                         f"{sorted(more)}, expected {sorted(todo)}"
+                         + (f"; hashes differ for {wrong}" if wrong else ""))
+    return {**carried, **more}

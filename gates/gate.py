@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -19,7 +20,8 @@ from pipeline.sampling.base import SamplingParams
 
 from . import bfcl_canary
 from .canaries import Suite, bfcl_suite, build_suites, gsm8k_suite
-from .evaluate import SEED_ROUND, External, evaluate, finished
+from .evaluate import (EVAL_FILE, SEED_ROUND, External, evaluate, finished, load_eval,
+                       missing_rollouts)
 from .promote import Decision, decide
 from .report import write_gate_report
 
@@ -39,11 +41,12 @@ class GateResult:
         return [r.detail for r in self.decision.failures()]
 
 
-def suites_for(cfg: RunConfig) -> list[Suite]:
-    """The built-in canaries at the configured sizes, plus each extra BFCL / GSM8K file.
-    (BFCL categories as canaries, `canaries.bfcl`, are scored by BFCL's own checkers, not the
-    rollout driver: `bfcl_external`.)"""
-    suites = build_suites(cfg.canaries.sizes, cfg.canaries.version)
+def suites_for(cfg: RunConfig, sizes: dict[str, int] | None = None) -> list[Suite]:
+    """The built-in canaries at `sizes` (default: the configured `canaries.sizes`; a round's
+    gate: `cfg.canaries.sizes_for(rs)`), plus each extra BFCL / GSM8K file. (BFCL categories
+    as canaries, `canaries.bfcl`, are scored by BFCL's own checkers, not the rollout driver:
+    `bfcl_external`.)"""
+    suites = build_suites(cfg.canaries.sizes if sizes is None else sizes, cfg.canaries.version)
     for f in cfg.canaries.files:
         p = Path(f)
         suites.append(gsm8k_suite(p.stem, p) if "gsm" in p.name.lower() else bfcl_suite(p.stem, p))
@@ -61,10 +64,11 @@ def bfcl_external(cfg: RunConfig, params: SamplingParams) -> External | None:
                   cat, bfcl_canary.canary_items(cat, n, c.version))
               for cat, n in c.bfcl.items()}
 
-    def run(backend) -> dict[str, dict]:
+    def run(backend, names: list[str]) -> dict[str, dict]:
         t0 = time.perf_counter()
         out = bfcl_canary.evaluate_canaries(
-            backend, dict(c.bfcl), k=c.k, params=params,
+            backend, {cat: n for cat, n in c.bfcl.items() if bfcl_canary.suite_name(cat) in names},
+            k=c.k, params=params,
             max_context_tokens=cfg.sampler.max_context_tokens, version_tag=c.version,
             seed=SEED_ROUND)
         log.info("BFCL canaries evaluated in %.0f s: %s", time.perf_counter() - t0,
@@ -89,12 +93,40 @@ def evaluate_model(cfg: RunConfig, model_dir: Path, out_dir: Path, suites: list[
                     external=external.hashes if external else None)
     if done is not None:  # no engine start
         return done.to_dict()
-    with (open_backend or backend_opener(cfg.sampler))(model_dir) as backend:
+    opener = open_backend or backend_opener(cfg.sampler)
+    if not missing_rollouts(suites, k=c.k, params=params, out_dir=out_dir,
+                            max_context_tokens=cfg.sampler.max_context_tokens) and \
+            not _external_todo(external, out_dir):
+        opener = _from_disk   # every item already rolled out with these settings
+    with opener(model_dir) as backend:
         res = evaluate(backend, suites, k=c.k, params=params, out_dir=out_dir,
                        max_context_tokens=cfg.sampler.max_context_tokens, progress=progress,
                        meta={"model": str(model_dir), **(meta or {})}, reuse=False,
                        external=external)
     return res.to_dict()
+
+
+def _external_todo(external: External | None, out_dir: Path) -> bool:
+    """Whether an external suite is not yet in `out_dir`'s eval.json with its hash."""
+    if external is None:
+        return False
+    old = load_eval(out_dir).get("suites", {}) if (out_dir / EVAL_FILE).exists() else {}
+    return any(old.get(n, {}).get("hash") != h for n, h in external.hashes.items())
+
+
+class _NoEngine:
+    """The backend of an evaluation scored from disk: it must never be asked to generate."""
+    name = "from-disk"
+    tokenizer = None
+
+    def generate(self, *args, **kwargs):
+        raise RuntimeError("an evaluation scored from disk asked for new samples")
+
+
+@contextmanager
+def _from_disk(model_dir: Path):
+    log.info("evaluation of %s: every item already rolled out; scored from disk", model_dir)
+    yield _NoEngine()
 
 
 def evaluate_baseline(cfg: RunConfig, suites: list[Suite], baseline: dict,

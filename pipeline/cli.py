@@ -41,7 +41,7 @@ def cmd_run(args) -> int:
             st = state["rounds"].get(str(n), {})
             done = ",".join(st.get("done", {})) or "-"
             what = training_plan(rs)
-            items, keep_se = cfg.canaries.size(rs.target), cfg.gate.keep_se
+            items, keep_se = cfg.canaries.size(rs.target, rs), cfg.gate.keep_se
             mde = keep_mde(items, keep_se)
             print(f"  {n} {name:<13} {'on ' if rs.enabled else 'off'} tasks={sum(rs.tasks.values()):<4}"
                   f" {what:<24} target={rs.target:<12} n={items:<4} keep MDE={mde:.3f}"

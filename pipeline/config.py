@@ -107,12 +107,28 @@ class CanarySettings(Strict):
                              "category out to skip it)")
         return sizes
 
-    def size(self, canary: str) -> int:
-        """Configured items of `canary` (built-in or `bfcl_<category>`); 0 if not configured.
-        A BFCL category with fewer items than asked for gives all it has."""
+    def size(self, canary: str, rs: RoundSettings | None = None) -> int:
+        """Configured items of `canary` (built-in or `bfcl_<category>`) in round `rs`'s gate
+        (None: the run-wide size); 0 if not configured. A BFCL category with fewer items than
+        asked for gives all it has."""
         if canary.startswith(BFCL_PREFIX) and canary not in CANARIES:
             return int(self.bfcl.get(canary[len(BFCL_PREFIX):], 0))
-        return int(self.sizes.get(canary, 0))
+        return int(self.sizes_for(rs).get(canary, 0))
+
+    def sizes_for(self, rs: RoundSettings | None = None) -> dict[str, int]:
+        """Built-in canary sizes of round `rs`'s gate: `sizes`, with the round's own
+        `canaries` over them (None: `sizes`)."""
+        return {**self.sizes, **(rs.canaries if rs is not None else {})}
+
+    def largest_sizes(self, rounds: Iterable[RoundSettings]) -> dict[str, int]:
+        """Each built-in canary at its largest size over `rounds` and `sizes`: the items
+        whose prompts no training row may share. Canary items are prefix-stable (the first n
+        of a larger suite are the suite of n), so these cover every round's suites."""
+        out = dict(self.sizes)
+        for rs in rounds:
+            for name, n in rs.canaries.items():
+                out[name] = max(n, out.get(name, 0))
+        return out
 
 
 class ExportSettings(Strict):
@@ -191,7 +207,7 @@ class RunConfig(Strict):
             return rounds
         problems = []
         for name, rs in rounds.items():
-            if not rs.enabled or canaries.size(rs.target):
+            if not rs.enabled or canaries.size(rs.target, rs):
                 continue
             if rs.target.startswith(BFCL_PREFIX) and rs.target not in CANARIES:
                 fix = (f"add it to canaries.bfcl (e.g. canaries.bfcl: "

@@ -42,7 +42,7 @@ class Run:
     """What the rounds of one `run()` share; `promoted` is the current best model's record."""
     cfg: RunConfig
     store: RunStore
-    suites: list[Suite]
+    suites: list[Suite]      # every canary at its largest size over the rounds
     decontaminator: filters.Decontaminator
     promoted: dict
     force: bool
@@ -96,8 +96,15 @@ def open_run(cfg: RunConfig, store: RunStore, force: bool, progress: bool) -> Ru
     base = models.resolve(cfg.model)  # a missing model fails here, even on a resumed run
     promoted = store.promoted() or {"round": 0, "name": "base", "model": str(base),
                                     "eval_dir": str(store.root / "evals" / "base")}
-    suites = suites_for(cfg)
+    suites = suites_for(cfg, cfg.canaries.largest_sizes(cfg.rounds.values()))
     return Run(cfg, store, suites, decontaminator_for(suites), promoted, force, progress)
+
+
+def round_suites(run: Run, rs: recipes.RoundSettings) -> list[Suite]:
+    """The canary suites of a round's gate: `canaries.sizes` with the round's `canaries`
+    sizes over them (the run's suites when the round sets none)."""
+    return suites_for(run.cfg, run.cfg.canaries.sizes_for(rs)) if rs.canaries else \
+        suites_for(run.cfg)
 
 
 def run_round(run: Run, number: int, name: str, rs: recipes.RoundSettings,
@@ -112,12 +119,13 @@ def run_round(run: Run, number: int, name: str, rs: recipes.RoundSettings,
                            start_model=start_model or Path(run.promoted["model"]),
                            decontaminator=run.decontaminator,
                            open_backend=backend_opener(run.cfg.sampler), progress=run.progress)
+        suites = round_suites(run, rs)
         if ctx.start_model == Path(run.promoted["model"]):
-            evaluate_baseline(run)
+            evaluate_baseline(run, suites)
         cand = run_recipe(run, ctx, t0)
         if cand is None:
             return "rejected"
-        gate = gate_round(run.cfg, run.suites, run.promoted, cand.model_dir, ctx.dir / "gate",
+        gate = gate_round(run.cfg, suites, run.promoted, cand.model_dir, ctx.dir / "gate",
                           round_no=number, name=name, target=rs.target, started=t0,
                           force=run.force, progress=run.progress)
         run.store.mark(number, "gate", {"promote": gate.decision.promote})
@@ -130,12 +138,12 @@ def run_round(run: Run, number: int, name: str, rs: recipes.RoundSettings,
         return status
 
 
-def evaluate_baseline(run: Run) -> None:
+def evaluate_baseline(run: Run, suites: list[Suite]) -> None:
     """The gate's baseline evaluation, done before the recipe: the engine it starts is the one
     the recipe then samples from (kept alive; closed before training), so a baseline not yet
     evaluated (the base model in round 1) costs no second engine start. The gate finds the
     evaluation on disk and reuses it."""
-    evaluate_promoted(run.cfg, run.suites, run.promoted, run.progress)
+    evaluate_promoted(run.cfg, suites, run.promoted, run.progress)
 
 
 @contextmanager

@@ -94,6 +94,10 @@ class RoundSettings(Strict):
     target: str = Field("multi_turn", description="canary that must improve for promotion: "
                                                   "a built-in canary or bfcl_<category> of a "
                                                   "category in canaries.bfcl")
+    canaries: dict[str, int] = Field(default_factory=dict,
+                                     description="this round's gate sizes of built-in canaries, "
+                                                 "over canaries.sizes (e.g. {multi_turn: 100} "
+                                                 "for a large target)")
 
     @model_validator(mode="after")
     def _check(self):
@@ -105,6 +109,13 @@ class RoundSettings(Strict):
                 bad[kind] = err
         if bad:
             raise ValueError(f"unknown task kind(s) {sorted(bad)}: {next(iter(bad.values()))}")
+        unknown = sorted(set(self.canaries) - set(CANARIES))
+        if unknown:
+            raise ValueError(f"canaries: unknown built-in canary(ies) {unknown}; choose from "
+                             f"{', '.join(CANARIES)} (BFCL canaries are sized in canaries.bfcl)")
+        negative = {c: n for c, n in self.canaries.items() if n < 0}
+        if negative:
+            raise ValueError(f"canaries: {negative}: a size must be >= 0")
         if not is_canary(self.target):
             raise ValueError(f"target {self.target!r} is not a canary; choose from "
                              f"{canary_choices()}")
