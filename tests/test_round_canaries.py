@@ -143,3 +143,15 @@ def test_other_sampling_settings_sample_everything_again(tmp_path):
         evaluate_model(cfg, tmp_path / "m", tmp_path / "e", suites, progress=False,
                        open_backend=opener(backend, opened))
     assert len(opened) == 2 and len(backend.asked) == 6
+
+
+def test_dry_run_states_the_rounds_own_target_size(tmp_path, capsys):
+    from pipeline.cli import main
+    assert main(["run", "--preset", "tiny", "--run-dir", str(tmp_path / "r"), "--dry-run",
+                 "-o", "gate.keep_se=2", "-o", "rounds.plan_finish.canaries={multi_turn: 100}"]) == 0
+    plan = capsys.readouterr().out.split("plan for ")[1].splitlines()
+    at = next(i for i, line in enumerate(plan) if " plan_finish " in line)
+    assert "target=multi_turn   n=100  keep MDE=0.075 " in plan[at]
+    assert "WARNING" not in plan[at + 1]
+    long_context = next(line for line in plan if " long_context " in line)
+    assert "target=multi_turn   n=3 " in long_context          # the run-wide size
