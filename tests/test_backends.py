@@ -220,3 +220,23 @@ def test_vllm_cpu_end_to_end():
         assert c[0].token_ids == c[1].token_ids
     finally:
         backend.close()
+
+
+def test_llama_cpp_extra_buffers_off_unless_asked(tiny_gguf):
+    """llama.cpp's repacked weight buffers crash in its AMX matrix multiply on CPUs that have
+    AMX (a Q6_K SmolLM2 and a prompt of a few hundred tokens, measured): off by default."""
+    import llama_cpp.llama_cpp as lib
+    default = lib.llama_model_default_params
+    off = make_backend("llama_cpp", tiny_gguf, n_ctx=1024, n_threads=2)
+    on = make_backend("llama_cpp", tiny_gguf, n_ctx=1024, n_threads=2, extra_buffers=True)
+    try:
+        assert off.llm.model_params.use_extra_bufts is False
+        assert on.llm.model_params.use_extra_bufts is True
+        assert lib.llama_model_default_params is default        # restored after loading
+        assert default().use_extra_bufts is True                  # llama.cpp's own default
+        long = "The weather in Paris is mild today. " * 60        # ~500 tokens in one batch
+        done = off.generate([long], SamplingParams(max_tokens=4, temperature=0.0), [0])[0]
+        assert done.prompt_tokens > 400 and done.finish_reason in ("stop", "length")
+    finally:
+        off.close()
+        on.close()

@@ -4,9 +4,16 @@ One sequence at a time. `Llama.generate` keeps the evaluated tokens and reuses t
 common prefix with the next prompt, so continuing a turn re-evaluates only the new tokens.
 Seeded per prompt (`set_seed` before each sequence); temperature 0 is greedy. Close it
 explicitly: left to interpreter exit, its teardown prints a traceback.
+
+llama.cpp's extra weight buffers (repacked layouts for the CPU's matrix units) are off unless
+`extra_buffers=True`: on a CPU with AMX, llama-cpp-python 0.3.36 built for the machine
+segfaults in its AMX matrix multiply (`ggml_backend_amx_mul_mat`) once a prompt is a few
+hundred tokens long (the exported Q6_K SmolLM2, measured); with them off the same prompt
+runs. Q6_K, the default export, is not repacked on other x86 CPUs, so nothing is lost there.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 from data.chatformat import IM_END
@@ -18,8 +25,9 @@ class LlamaCppBackend:
     name = "llama_cpp"
 
     def __init__(self, model: str | Path, *, n_ctx: int = 4096, n_threads: int | None = None,
-                 n_batch: int = 512, **llama_opts):
-        """`model`: a .gguf path, or `embedded:smollm2-135m` for the shipped GGUF."""
+                 n_batch: int = 512, extra_buffers: bool = False, **llama_opts):
+        """`model`: a .gguf path, or `embedded:smollm2-135m` for the shipped GGUF;
+        `extra_buffers`: llama.cpp's repacked weight buffers (off: see the module doc)."""
         from llama_cpp import Llama
         from pipeline.models import EMBEDDED, embedded_gguf
         path = embedded_gguf() if str(model) == EMBEDDED else Path(model)
@@ -27,8 +35,9 @@ class LlamaCppBackend:
             raise BackendError(f"llama_cpp backend needs an existing .gguf file, got {model!r}; "
                                f"export one (`pipeline export`) or use {EMBEDDED!r}")
         self.path = path
-        self.llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
-                         n_batch=n_batch, verbose=False, **llama_opts)
+        with _extra_buffers(extra_buffers):
+            self.llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
+                             n_batch=n_batch, verbose=False, **llama_opts)
         self.end_ids = {self.llm.token_eos()}
         im_end = self.llm.tokenize(IM_END.encode(), add_bos=False, special=True)
         if len(im_end) == 1:
@@ -69,3 +78,21 @@ class LlamaCppBackend:
         llm, self.llm = getattr(self, "llm", None), None
         if llm is not None:
             llm.close()
+
+
+@contextmanager
+def _extra_buffers(on: bool):
+    """Models loaded inside get `use_extra_bufts = on` (llama-cpp-python's `Llama` does not
+    take the model parameter, so its defaults are wrapped while the model loads)."""
+    import llama_cpp.llama_cpp as lib
+    default = lib.llama_model_default_params
+
+    def params():
+        p = default()
+        p.use_extra_bufts = on
+        return p
+    lib.llama_model_default_params = params
+    try:
+        yield
+    finally:
+        lib.llama_model_default_params = default
