@@ -115,9 +115,11 @@ class PrefixSharingSFTTrainer(SFTTrainer):
     Under several processes the batches stay grouped and each runs the plain forward."""
 
     def __init__(self, *args, group_by_prefix: bool = True, share_prefix: bool = True,
-                 min_shared_prefix: int = MIN_SHARED_PREFIX, **kwargs):
+                 length_sorted: bool = True, min_shared_prefix: int = MIN_SHARED_PREFIX,
+                 **kwargs):
         super().__init__(*args, **kwargs)
         self.group_by_prefix, self.share_prefix = group_by_prefix, share_prefix
+        self.length_sorted = length_sorted
         self.min_shared_prefix = min_shared_prefix
         self.prefix_tokens_shared = self.prefix_batches_shared = 0
 
@@ -128,7 +130,7 @@ class PrefixSharingSFTTrainer(SFTTrainer):
         rows = dataset["input_ids"]
         keys = [usable_prefix(ids, lab) for ids, lab in zip(rows, dataset["labels"])]
         return PrefixGroupedSampler(keys, self._train_batch_size, self.args.seed,
-                                    [len(ids) for ids in rows])
+                                    [len(ids) for ids in rows] if self.length_sorted else None)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         # Training forwards only, on an unwrapped model (one process): a DDP/FSDP wrapper

@@ -111,7 +111,8 @@ def sft_trainer(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
         train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
         peft_config=lora_config(settings.lora),
         callbacks=[JsonlLog(out_dir / "train_log.jsonl", resume_step)],
-        group_by_prefix=settings.share_prefix, share_prefix=settings.share_prefix)
+        group_by_prefix=settings.share_prefix, share_prefix=settings.share_prefix,
+        length_sorted=settings.length_sorted)
     info = {"rows_in": len(trajectories), "rows_used": len(rows),
             "rows_dropped_inconsistent": len(bad), **row_stats,
             "consistency": {k: v for k, v in consistency.items() if k != "bad_ids"},
