@@ -115,7 +115,7 @@ class PrefixSharingSFTTrainer(SFTTrainer):
     Under several processes the batches stay grouped and each runs the plain forward."""
 
     def __init__(self, *args, group_by_prefix: bool = True, share_prefix: bool = True,
-                 length_sorted: bool = True, min_shared_prefix: int = MIN_SHARED_PREFIX,
+                 length_sorted: bool = False, min_shared_prefix: int = MIN_SHARED_PREFIX,
                  **kwargs):
         super().__init__(*args, **kwargs)
         self.group_by_prefix, self.share_prefix = group_by_prefix, share_prefix

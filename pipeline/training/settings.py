@@ -82,7 +82,7 @@ class SFTSettings(Settings):
                           "gradients. Unset: on unless packing, padding_free or "
                           "gradient_checkpointing is set (those flatten the batch or drop the "
                           "prefix cache)")
-    length_sorted: bool = Field(True, description="with share_prefix: rows of similar length "
+    length_sorted: bool = Field(False, description="with share_prefix: rows of similar length "
                                                   "together inside a prefix group (less "
                                                   "padding; changes which rows share a batch)")
     padding_free: bool | None = Field(None, description="flatten each batch into one sequence "
