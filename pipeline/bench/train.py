@@ -44,7 +44,11 @@ MODES = {"padded": {"share_prefix": False, "padding_free": False, "packing": Fal
          "packing": {"share_prefix": False, "padding_free": True, "packing": True},
          # the shared-prefix batches, each run as a plain padded forward
          "padded-grouped": {"share_prefix": True, "padding_free": False, "packing": False},
-         "shared-prefix": {"share_prefix": True, "padding_free": False, "packing": False}}
+         "shared-prefix": {"share_prefix": True, "padding_free": False, "packing": False},
+         # rows of similar length together inside a prefix group (less padding; measured to
+         # cost round 1 its multi-turn skill, so not the default)
+         "shared-prefix-sorted": {"share_prefix": True, "padding_free": False, "packing": False,
+                                  "length_sorted": True}}
 BASELINE = "padded"
 LOSS_PAIR = ("shared-prefix", "padded-grouped")   # same batches, two forwards
 
