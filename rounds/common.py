@@ -267,7 +267,25 @@ def train(ctx: RoundContext, accepted: list[Trajectory], base: Path, step: str =
 @contextmanager
 def training_step():
     """Time the body as the `training` step, with no sampler engine alive: a kept engine is
-    closed first, since training needs the memory (on a GPU, and for GRPO's own engine)."""
+    closed first, since training needs the memory (on a GPU, and for GRPO's own engine).
+    Afterwards the memory training freed goes back to the OS before the next engine starts
+    (measured: the process still held 14.4 GB after round 5's GRPO when the gate's vLLM
+    engine started, and the kernel's OOM killer stopped the run)."""
     release_engine()
-    with timing.section("training"):
-        yield
+    try:
+        with timing.section("training"):
+            yield
+    finally:
+        return_freed_memory()
+
+
+def return_freed_memory() -> None:
+    """Collect garbage and hand the C heap's free pages back to the OS (glibc `malloc_trim`;
+    a no-op where there is no glibc)."""
+    import ctypes
+    import gc
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
