@@ -4,8 +4,6 @@ reused when a later gate asks for more of them.
 
 The evaluation tests count every generate call of a hand-written backend, so they show which
 items were sampled and which were read back from disk."""
-from contextlib import contextmanager
-
 import pytest
 
 from data.trajectory import Trajectory
@@ -15,6 +13,7 @@ from pipeline import config
 from pipeline.config import ConfigError
 from pipeline.recipes import CANARIES
 from pipeline.sampling.base import Completion
+from tests.test_bfcl_gate import opener   # records each engine open
 
 
 def load(*overrides):
@@ -95,14 +94,6 @@ class Counting:
 
     def close(self):
         pass
-
-
-def opener(backend, opened):
-    @contextmanager
-    def open_backend(model_dir):
-        opened.append(str(model_dir))
-        yield backend
-    return open_backend
 
 
 def test_a_larger_gate_samples_only_the_new_items(tmp_path):
