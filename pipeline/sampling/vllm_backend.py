@@ -31,6 +31,7 @@ from pathlib import Path
 
 from data.chatformat import IM_END
 
+from . import orphans
 from .base import CALL_STOP, BackendError, Completion, Conversation, SamplingParams
 
 
@@ -122,6 +123,7 @@ class VLLMBackend:
             self.lora_request = LoRARequest("adapter", 1, str(Path(lora_adapter).resolve()))
         opts.update(engine_opts)
         bind = cpu_bind_env(cpu_bind, tensor_parallel_size * data_parallel_size) if on_cpu else {}
+        before = {p.pid for p in orphans.children()}
         try:
             with _environ(bind):  # read by the engine process that LLM spawns
                 self.llm = vllm.LLM(**opts)
@@ -129,6 +131,8 @@ class VLLMBackend:
             raise BackendError(f"vLLM failed to start on {self.model_dir}: {err}. On CPU, "
                                "lower kv_cache_gib or gpu_memory_utilization; scripts need an "
                                "`if __name__ == \"__main__\":` guard") from err
+        # the engine's processes die with this one, however it ends
+        self.watchdog = orphans.guard([p for p in orphans.children() if p.pid not in before])
         self.tokenizer = self.llm.get_tokenizer()
         self.end_ids = [i for i in {self.tokenizer.convert_tokens_to_ids(IM_END),
                                     self.tokenizer.eos_token_id} if isinstance(i, int)]
@@ -167,5 +171,9 @@ class VLLMBackend:
             if core is not None:  # stops the engine-core and worker processes now
                 core.shutdown()
             del llm
+        watchdog, self.watchdog = getattr(self, "watchdog", None), None
+        if watchdog is not None:
+            watchdog.kill()
+            watchdog.wait()
         import gc
         gc.collect()
