@@ -79,7 +79,7 @@ def single_call_trainer(tmp_path, dropout=0.0):
                        messages=t.messages() + t.oracle, tools=t.tools, finish="answer",
                        source="oracle") for t in tasks]
     settings = SFTSettings(lora=LoraSettings(r=8, alpha=16, dropout=dropout), batch_size=4,
-                           max_steps=1, max_length=1024, save_steps=100)
+                           max_steps=1, max_length=1024, save_steps=100, share_prefix=True)
     assert settings.share_prefix and not settings.padding_free
     trainer, _ = sft_trainer(rows, tiny_model_dir(64), tmp_path, settings, progress=False)
     trainer.model.train()
@@ -139,7 +139,9 @@ def test_share_prefix_conflicts_fail_clearly_and_defaults_yield():
     off = SFTSettings(share_prefix=False)
     assert off.padding_free is True
     again = SFTSettings(**SFTSettings().model_dump())     # a recorded run.yaml reloads
-    assert again.share_prefix is True and again.padding_free is False
+    assert again.share_prefix is False and again.padding_free is True     # off by default
+    on = SFTSettings(**SFTSettings(share_prefix=True).model_dump())
+    assert on.share_prefix is True and on.padding_free is False
 
 
 def test_resume_replays_the_grouped_order(tmp_path):
@@ -152,7 +154,7 @@ def test_resume_replays_the_grouped_order(tmp_path):
                        messages=t.messages() + t.oracle, tools=t.tools, finish="answer",
                        source="oracle") for t in tasks]
     settings = SFTSettings(lora=LoraSettings(r=8, alpha=16, dropout=0.0), batch_size=2, lr=1e-2,
-                           max_steps=3, max_length=1024, save_steps=1)
+                           max_steps=3, max_length=1024, save_steps=1, share_prefix=True)
 
     def losses():
         log = (tmp_path / "train_log.jsonl").read_text().splitlines()

@@ -10,8 +10,10 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-# Shared-prefix batches are the default SFT batching (see pipeline/training/prefix_share.py).
-SHARE_PREFIX_DEFAULT = True
+# Shared-prefix batches (pipeline/training/prefix_share.py) are opt-in: faster, but round 1 of
+# the default trained on them learned far less multi-turn skill (multi_turn 7/48 against 30/48
+# with random batches, same rows and seed; README "Shared-prefix SFT").
+SHARE_PREFIX_DEFAULT = False
 DEFAULT_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -79,8 +81,9 @@ class SFTSettings(Settings):
     share_prefix: bool | None = Field(
         None, description="padded batches of rows sharing a token prefix (system prompt, tool "
                           "declarations), that prefix run once per batch; same loss and "
-                          "gradients. Unset: on unless packing, padding_free or "
-                          "gradient_checkpointing is set (those flatten the batch or drop the "
+                          "gradients, but batches of like rows (measured to cost multi-turn "
+                          "skill). Unset: off; on fails with packing, padding_free or "
+                          "gradient_checkpointing (those flatten the batch or drop the "
                           "prefix cache)")
     length_sorted: bool = Field(False, description="with share_prefix: rows of similar length "
                                                   "together inside a prefix group (less "
