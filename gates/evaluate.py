@@ -200,6 +200,12 @@ def load_eval(path: str | Path) -> dict:
         raise ValueError(f"{path}: not valid JSON ({err.msg}); delete it to re-evaluate") from None
 
 
+def previous_eval(out_dir: str | Path) -> dict:
+    """The eval.json already in `out_dir` as a dict; {} when there is none."""
+    path = Path(out_dir) / EVAL_FILE
+    return load_eval(path) if path.exists() else {}
+
+
 def finished(suites: list[Suite], *, k: int, params: SamplingParams, out_dir: str | Path,
              max_context_tokens: int = 4096,
              external: dict[str, str] | None = None) -> EvalResult | None:
@@ -242,7 +248,7 @@ def evaluate(backend: Backend, suites: list[Suite], *, k: int, params: SamplingP
     marker, rollouts = out_dir / "settings.json", out_dir / "rollouts.jsonl"
     out_dir.mkdir(parents=True, exist_ok=True)
     keep, kept_hashes = _reusable(out_dir, k, params, max_context_tokens, hashes_by_id)
-    old_eval = load_eval(path) if path.exists() else {}
+    old_eval = previous_eval(out_dir)
     write_atomic(rollouts, keep)
     write_text_atomic(marker, json.dumps({**settings, "tasks": {**kept_hashes, **hashes_by_id}},
                                          indent=1))
@@ -266,10 +272,9 @@ def evaluate(backend: Backend, suites: list[Suite], *, k: int, params: SamplingP
 def _external(external: External, backend: Backend, old_eval: dict) -> dict[str, dict]:
     """The external suites' tables: carried over from `old_eval` where the hash matches,
     played on `backend` otherwise."""
+    todo = external_todo(external, old_eval)
     old = old_eval.get("suites", {})
-    carried = {n: old[n] for n, h in external.hashes.items()
-               if n in old and old[n].get("hash") == h}
-    todo = [n for n in external.hashes if n not in carried]
+    carried = {n: old[n] for n in external.hashes if n not in todo}
     more = external.run(backend, todo) if todo else {}
     wrong = [n for n, t in more.items() if external.hashes.get(n) != t.get("hash")]
     if wrong or set(more) != set(todo):
@@ -277,3 +282,12 @@ def _external(external: External, backend: Backend, old_eval: dict) -> dict[str,
                          f"{sorted(more)}, expected {sorted(todo)}"
                          + (f"; hashes differ for {wrong}" if wrong else ""))
     return {**carried, **more}
+
+
+def external_todo(external: External | None, old_eval: dict) -> list[str]:
+    """The external suites `old_eval` (an eval.json's dict, {} if none) does not hold with
+    their announced hash: the ones an evaluation has to play."""
+    if external is None:
+        return []
+    old = old_eval.get("suites", {})
+    return [n for n, h in external.hashes.items() if old.get(n, {}).get("hash") != h]

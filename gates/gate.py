@@ -20,8 +20,8 @@ from pipeline.sampling.base import SamplingParams
 
 from . import bfcl_canary
 from .canaries import Suite, bfcl_suite, build_suites, gsm8k_suite
-from .evaluate import (EVAL_FILE, SEED_ROUND, External, evaluate, finished, load_eval,
-                       missing_rollouts)
+from .evaluate import (SEED_ROUND, External, evaluate, external_todo, finished,
+                       missing_rollouts, previous_eval)
 from .promote import Decision, decide
 from .report import write_gate_report
 
@@ -96,7 +96,7 @@ def evaluate_model(cfg: RunConfig, model_dir: Path, out_dir: Path, suites: list[
     opener = open_backend or backend_opener(cfg.sampler)
     if not missing_rollouts(suites, k=c.k, params=params, out_dir=out_dir,
                             max_context_tokens=cfg.sampler.max_context_tokens) and \
-            not _external_todo(external, out_dir):
+            not external_todo(external, previous_eval(out_dir)):
         opener = _from_disk   # every item already rolled out with these settings
     with opener(model_dir) as backend:
         res = evaluate(backend, suites, k=c.k, params=params, out_dir=out_dir,
@@ -104,14 +104,6 @@ def evaluate_model(cfg: RunConfig, model_dir: Path, out_dir: Path, suites: list[
                        meta={"model": str(model_dir), **(meta or {})}, reuse=False,
                        external=external)
     return res.to_dict()
-
-
-def _external_todo(external: External | None, out_dir: Path) -> bool:
-    """Whether an external suite is not yet in `out_dir`'s eval.json with its hash."""
-    if external is None:
-        return False
-    old = load_eval(out_dir).get("suites", {}) if (out_dir / EVAL_FILE).exists() else {}
-    return any(old.get(n, {}).get("hash") != h for n, h in external.hashes.items())
 
 
 class _NoEngine:

@@ -102,9 +102,8 @@ def open_run(cfg: RunConfig, store: RunStore, force: bool, progress: bool) -> Ru
 
 def round_suites(run: Run, rs: recipes.RoundSettings) -> list[Suite]:
     """The canary suites of a round's gate: `canaries.sizes` with the round's `canaries`
-    sizes over them (the run's suites when the round sets none)."""
-    return suites_for(run.cfg, run.cfg.canaries.sizes_for(rs)) if rs.canaries else \
-        suites_for(run.cfg)
+    sizes over them."""
+    return suites_for(run.cfg, run.cfg.canaries.sizes_for(rs))
 
 
 def run_round(run: Run, number: int, name: str, rs: recipes.RoundSettings,

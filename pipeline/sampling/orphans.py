@@ -18,7 +18,7 @@ import psutil
 
 # argv: poll seconds, parent pid, then pid:create_time for each child to kill
 _WATCH = """
-import os, signal, sys, time
+import sys, time
 import psutil
 poll, parent = float(sys.argv[1]), int(sys.argv[2])
 kids = [(int(p), float(t)) for p, t in (a.split(":") for a in sys.argv[3:])]
