@@ -16,7 +16,8 @@ from .envs import BUILTIN, DOMAINS, resolve
 from .envs.base import Example, stable_int, tool
 from .trajectory import GoldCall, Task
 
-KINDS = ("single", "parallel", "chained", "irrelevance", "recovery", "long_context", "reasoning")
+KINDS = ("single", "parallel", "chained", "irrelevance", "recovery", "long_context", "reasoning",
+         "mismatch")
 # the built-in canaries, each named once here, and the generator kinds their items come from
 CANARY_KINDS: dict[str, tuple[str, ...]] = {
     "reasoning": ("reasoning",), "recovery": ("recovery",),
@@ -83,7 +84,8 @@ def _oracle(task: Task, turns: list[list[tuple[str, dict]]], plan: str, final: s
 NEEDS: dict[str, tuple[str, ...]] = {
     "single": ("single",), "parallel": ("parallel",), "chained": ("chained",),
     "recovery": ("single",), "long_context": ("single", "chained"), "irrelevance": (),
-    "reasoning": ()}
+    "reasoning": (), "mismatch": ("single",)}
+MISMATCH_ONE_TOOL = 0.5  # share of mismatch tasks offering a single tool, as BFCL's items do
 
 
 def supports(domain: str, kind: str) -> bool:
@@ -164,6 +166,34 @@ def _irrelevance(id_, seed, rng, domains) -> Task:
     return _task(id_, dname, "irrelevance", seed, ex, DOMAINS[dname].tools), ex
 
 
+def _mismatch(id_, seed, rng, domains) -> Task:
+    """A task-shaped request offered the wrong tools: one domain's single-call request with
+    another domain's tools (all its offered ones, or one, as in BFCL's irrelevance items).
+    No call is right. Off-topic chat alone teaches "no tool for small talk"; this teaches
+    that the tools' names and descriptions, not the request's shape, decide whether to call.
+    The task belongs to the tools' domain (a call that is made runs there). Task kind
+    `irrelevance`: it is verified and counted as one."""
+    able = makers_for("single", domains)
+    if len(able) < 2:
+        raise ValueError(f"mismatch tasks need two domains that make single tasks; got {able}")
+    asked = rng.choice(able)
+    dname = rng.choice([d for d in able if d != asked])
+    want, other = DOMAINS[asked].makers["single"](rng), DOMAINS[dname].makers["single"](rng)
+    tools = offered(dname, other)
+    if rng.random() < MISMATCH_ONE_TOOL:
+        first = other.steps[0][0][0]
+        tools = [t for t in tools if t["function"]["name"] == first][:1] or tools[:1]
+    names = [t["function"]["name"] for t in tools]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    ex = Example(want.prompt, None, [],
+                 f"None of the available tools can do this: {listed} "
+                 f"{'is' if len(names) == 1 else 'are'} for something else, so I cannot "
+                 "answer it with them.",
+                 "The request needs a tool the offered ones do not provide; I answer without "
+                 "calling.", tools=tools)
+    return _task(id_, dname, "irrelevance", seed, ex, tools), ex
+
+
 def _reasoning(id_, seed, rng) -> Task:
     a, b, c = rng.randint(2, 9), rng.randint(3, 12), rng.randint(20, 99)
     item, person = rng.choice(["pencils", "apples", "tickets", "stamps"]), rng.choice(
@@ -238,6 +268,8 @@ def make(kind: str, index: int, split: str = "train", namespace: str = "default"
         task, ex = _recovery(id_, seed, rng, domains)
     elif kind == "irrelevance":
         task, ex = _irrelevance(id_, seed, rng, domains)
+    elif kind == "mismatch":
+        task, ex = _mismatch(id_, seed, rng, domains)
     elif kind == "reasoning":
         task, ex = _reasoning(id_, seed, rng)
     else:
@@ -280,7 +312,9 @@ def validate_domain(name: str, per_kind: int = 3) -> list[str]:
     and the kind."""
     from .verify import verify
     bad, own = [], DOMAINS[name].makers
-    for kind in (k for k in KINDS if (NEEDS[k] and supports(name, k)) or k in own):
+    kinds = (k for k in KINDS if k != "mismatch" and ((NEEDS[k] and supports(name, k))
+                                                      or k in own))  # mismatch: two domains
+    for kind in kinds:
         for i in range(per_kind):
             try:
                 task = make(kind, i, split="validate", namespace=name, domains=[name])

@@ -111,3 +111,25 @@ def test_domain_cycle_balances_training_tasks():
     assert all(verify.verify(t, t.messages() + t.oracle).success for t in made)
     assert tasks.domain_cycle("recovery", 7, ["units", "flights"]) == ["units"]
     assert tasks.domain_cycle("reasoning", 3) is None
+
+
+def test_mismatch_offers_another_domains_tools_and_no_call_is_right():
+    batch = [tasks.make("mismatch", i) for i in range(200)]
+    single = [t for t in batch if len(t.tools) == 1]
+    assert 60 <= len(single) <= 140                 # about MISMATCH_ONE_TOOL of them
+    for t in batch:
+        assert t.kind == "irrelevance" and t.answer is None and not t.gold_calls
+        # the request is another domain's: none of its own tools is offered
+        asked = [d for d in tasks.BUILTIN if d != t.domain and tasks.supports(d, "single")]
+        names = {x["function"]["name"] for x in t.tools}
+        assert names <= {x["function"]["name"] for x in tasks.DOMAINS[t.domain].tools}
+        assert asked and "<tool_call>" not in t.oracle[-1]["content"]
+        assert sorted(names)[0] in t.oracle[-1]["content"]
+    # a call to the offered (wrong) tool fails the task
+    t = batch[0]
+    tool = t.tools[0]["function"]["name"]
+    bad = t.messages() + [{"role": "assistant", "content": "<think>\nx\n</think>\n" +
+                           format_call(tool, {})}]
+    assert not verify.verify(t, bad).success
+    with pytest.raises(ValueError, match="two domains"):
+        tasks.make("mismatch", 0, domains=["weather"])
