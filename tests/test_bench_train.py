@@ -43,6 +43,10 @@ def test_mix_takes_the_round_tasks_domains_and_settings():
     assert (sft["lr"], sft["batch_size"], sft["max_length"]) == (1e-3, 4, 1024)
     assert (sft["lora"]["r"], sft["lora"]["alpha"], sft["lora"]["dropout"]) == (32, 64, 0.0)
     assert sft["max_steps"] == 3
+    assert sft["bf16"] == grounding.sft.bf16                      # --bf16 auto
+    for flag, want in (("off", False), ("on", True)):
+        args = bench.parse_args(["--mix", "grounding", "--bf16", flag])
+        assert bench.workload(args)[2]["bf16"] is want
     rows = bench.oracle_rows({"chained": 7}, domains)
     assert len({r.domain for r in rows}) == 7 == len(grounding.domains)   # cycled, one each
 

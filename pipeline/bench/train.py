@@ -76,6 +76,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--loss-steps", type=int, default=10,
                     help="first logged steps whose losses are compared")
     ap.add_argument("--repeats", type=int, default=1, help="runs of every mode (medians)")
+    ap.add_argument("--bf16", choices=("auto", "on", "off"), default="auto",
+                    help="bf16 autocast in every SFT mode (auto: the round's setting, on where "
+                         "the CPU computes bf16 natively); off compares losses in fp32")
     ap.add_argument("--threads", type=int, default=0,
                     help="torch threads in every SFT mode (0: torch's default)")
     ap.add_argument("--grpo-steps", type=int, default=2, help="GRPO steps (0 skips GRPO)")
@@ -131,7 +134,8 @@ def workload(args: argparse.Namespace) -> tuple[dict[str, int], list[str] | None
             lora[key] = getattr(args, flag)
     sft = {"lora": LoraSettings(**lora).model_dump(), "lr": args.lr or base.lr,
            "batch_size": args.batch_size or base.batch_size,
-           "max_length": args.max_length or base.max_length, "bf16": base.bf16,
+           "max_length": args.max_length or base.max_length,
+           "bf16": base.bf16 if args.bf16 == "auto" else args.bf16 == "on",
            "seed": base.seed, "max_steps": args.steps, "epochs": 1, "save_steps": 10_000,
            "logging_steps": 1}
     return counts, domains, sft
@@ -240,7 +244,8 @@ def table(results: dict) -> str:
     lines = [f"SFT on {results['model']}: {first['rows']} rows, max_length {args['max_length']}, "
              f"batch {args['batch_size']}, lr {args['lr']}, LoRA r {args['lora']['r']} alpha "
              f"{args['lora']['alpha']} dropout {args['lora']['dropout']}, "
-             f"{first['threads']} thread(s), {results['repeats']} repeat(s), medians",
+             f"{first['threads']} thread(s), {'bf16 autocast' if args['bf16'] else 'fp32'}, "
+             f"{results['repeats']} repeat(s), medians",
              f"{'mode':<16}{'steps':>6}{'tokens':>8}{'seconds':>9}{'tokens/s':>10}"
              f"{'vs ' + BASELINE:>11}{'CPU s':>8}{'tok/CPU-s':>10}{'vs ' + BASELINE:>11}"
              f"{'shared':>8}{'peak RSS MiB':>14}"]
