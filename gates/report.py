@@ -202,9 +202,7 @@ def summary_table(run_dir: str | Path) -> str:
         word = r["decision"] + (" [relaxed]" if r["relaxed"] else "")
         cells.append(word)
         table.append(cells)
-    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = columns(table)
     lines.append("")
     lines.append("values: primary metric of each canary (delta vs the promoted baseline); "
                  "'!' = a rule failed for that canary")
@@ -212,6 +210,42 @@ def summary_table(run_dir: str | Path) -> str:
     lines.append("promoted: " + (json.dumps(p, ensure_ascii=False) if p is not None
                                  else "none recorded (promoted.json missing)"))
     return "\n".join(lines + round_notes(run_dir))
+
+
+def columns(table: list[list[str]]) -> list[str]:
+    """Rows of cells as left-aligned text columns, a rule under the first row."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
+def detail_table(run_dir: str | Path) -> str:
+    """One row per round and canary: n, baseline -> candidate of the primary metric, wins /
+    losses, the paired SE times the rule's multiple, the MDE at that n, and the verdict; the
+    round's target marked `*`. What a reader needs to tell "no gain" from "could not see"."""
+    reports = round_reports(run_dir)
+    if not reports:
+        return ""
+    table = [["round", "canary", "n", "baseline", "candidate", "W/L", "delta", "k x SE",
+              "MDE (rule)", "verdict"]]
+    for n, d, rep in reports:
+        th = rep.get("thresholds", {})
+        for name, c in rep.get("canaries", {}).items():
+            cmp_ = c.get("comparisons", {}).get(c.get("primary"), {})
+            target = name == str(rep.get("target", "")).split(".")[0]
+            mult = th.get("keep_se" if target else "drop_se", 2.0)
+            m = c.get("mde") or {}
+            table.append([f"{n} {d.name.split('-', 2)[-1]}", name + (" *" if target else ""),
+                          str(c.get("n_items", cmp_.get("n", "?"))),
+                          f"{cmp_.get('baseline', 0):.3f}", f"{cmp_.get('candidate', 0):.3f}",
+                          f"{cmp_.get('wins', 0)}/{cmp_.get('losses', 0)}",
+                          f"{cmp_.get('delta', 0):+.3f}", f"{mult * cmp_.get('se', 0):.3f}",
+                          f"{m.get('value', float('nan')):.3f} ({m.get('rule', '?')})",
+                          c.get("verdict", "?")])
+    return "\n".join(columns(table) + ["", "* the round's target; k x SE: keep_se x SE for the "
+                                         "target, drop_se x SE for the others; MDE: the "
+                                         "smallest true change the rule sees with 80% power"])
 
 
 def round_notes(run_dir: str | Path) -> list[str]:

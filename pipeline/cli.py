@@ -84,8 +84,11 @@ def cmd_status(args) -> int:
 
 def cmd_report(args) -> int:
     from gates.html import write_run_report
-    from gates.report import summary_table
+    from gates.report import detail_table, summary_table
     print(summary_table(Path(args.run)))
+    detail = detail_table(Path(args.run))
+    if detail:
+        print("\ngates in detail:\n" + detail)
     print(f"html: {write_run_report(Path(args.run))}")
     return 0
 

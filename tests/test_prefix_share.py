@@ -144,6 +144,34 @@ def test_share_prefix_conflicts_fail_clearly_and_defaults_yield():
     assert on.share_prefix is True and on.padding_free is False
 
 
+def test_grouped_batches_without_sharing_run_padding_free(tmp_path):
+    """group_by_prefix alone: the shared-prefix batches, each one padding-free plain forward
+    (the batches' composition changes, the arithmetic is the default's)."""
+    grouped = SFTSettings(group_by_prefix=True)
+    assert (grouped.group_by_prefix, grouped.share_prefix, grouped.padding_free) == \
+        (True, False, True)
+    assert SFTSettings().group_by_prefix is False
+    assert SFTSettings(share_prefix=True).group_by_prefix is True
+    with pytest.raises(ValueError, match="group_by_prefix is false"):
+        SFTSettings(share_prefix=True, group_by_prefix=False)
+    tasks = generate({"single": 8}, namespace="t")
+    rows = [Trajectory(id=t.id, task_id=t.id, domain=t.domain, kind=t.kind,
+                       messages=t.messages() + t.oracle, tools=t.tools, finish="answer",
+                       source="oracle") for t in tasks]
+    settings = SFTSettings(lora=LoraSettings(r=8, alpha=16, dropout=0.0), batch_size=4,
+                           max_steps=1, max_length=1024, save_steps=100, group_by_prefix=True)
+    trainer, _ = sft_trainer(rows, tiny_model_dir(64), tmp_path, settings, progress=False)
+    shared = SFTSettings(**{**settings.model_dump(), "share_prefix": True,
+                            "padding_free": False})
+    ref, _ = sft_trainer(rows, tiny_model_dir(64), tmp_path / "ref", shared, progress=False)
+    order = list(trainer._get_train_sampler())
+    assert order == list(ref._get_train_sampler()) and sorted(order) == list(range(8))
+    batch = next(iter(trainer.get_train_dataloader()))
+    assert batch["input_ids"].shape[0] == 1             # padding-free: one flat sequence
+    trainer.train()
+    assert trainer.prefix_tokens_shared == 0 and trainer.state.global_step == 1
+
+
 def test_resume_replays_the_grouped_order(tmp_path):
     import json
     import shutil

@@ -8,7 +8,7 @@ import pytest
 
 from gates.html import write_run_report
 from gates.promote import decide
-from gates.report import summary_table, write_gate_report
+from gates.report import detail_table, summary_table, write_gate_report
 from pipeline.config import GateSettings
 
 PRIMARY = {"multi_turn": "success", "single_turn": "exact", "irrelevance": "no_call"}
@@ -109,6 +109,20 @@ def test_summary_table_lists_rounds_canaries_and_promoted(tmp_path):
     assert "0.375 (-0.438) !" in lines[5]  # irrelevance under its floor, forced anyway
     assert 'promoted: {"round": 3, "name": "long-context"}' in text
     assert "no gate reports" in summary_table(tmp_path / "empty")
+
+
+def test_detail_table_gives_n_wins_losses_se_and_mde(tmp_path):
+    run = make_run(tmp_path)
+    rows = [line.split() for line in detail_table(run).splitlines()[2:11]]
+    by = {(r[0] + " " + r[1], r[2]): r for r in rows}
+    # round 1's target: 8 items, 0.125 -> 0.750, 8 wins, 2 x SE = 2 x 0.08183, MDE 2.84^2 /
+    # (8 + 2.84^2) = 0.502 (keep)
+    assert by[("1 grounding", "multi_turn")][3:] == ["*", "8", "0.125", "0.750", "8/0",
+                                                     "+0.625", "0.164", "0.502", "(keep)",
+                                                     "pass", "(target)"]
+    assert by[("2 plan-finish", "single_turn")][3:6] == ["8", "0.688", "0.125"]
+    assert by[("2 plan-finish", "single_turn")][-2:] == ["FAIL", "(no-drop)"]
+    assert detail_table(tmp_path / "empty") == ""
 
 
 def _chromium() -> str | None:

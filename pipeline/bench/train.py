@@ -42,6 +42,9 @@ MODES = {"padded": {"share_prefix": False, "padding_free": False, "packing": Fal
          "pf-full-head": {"share_prefix": False, "padding_free": True, "packing": False},
          "padding-free": {"share_prefix": False, "padding_free": True, "packing": False},
          "packing": {"share_prefix": False, "padding_free": True, "packing": True},
+         # the shared-prefix batches, each one padding-free forward (sft.group_by_prefix)
+         "pf-grouped": {"share_prefix": False, "group_by_prefix": True, "padding_free": True,
+                        "packing": False},
          # the shared-prefix batches, each run as a plain padded forward
          "padded-grouped": {"share_prefix": True, "padding_free": False, "packing": False},
          "shared-prefix": {"share_prefix": True, "padding_free": False, "packing": False},

@@ -85,6 +85,11 @@ class SFTSettings(Settings):
                           "skill). Unset: off; on fails with packing, padding_free or "
                           "gradient_checkpointing (those flatten the batch or drop the "
                           "prefix cache)")
+    group_by_prefix: bool | None = Field(
+        None, description="batches of rows sharing a token prefix. Unset: as share_prefix; "
+                          "true with share_prefix false groups the batches and runs each "
+                          "with the plain forward (padding-free unless set), which tells "
+                          "the batches' effect on quality from the shared forward's")
     length_sorted: bool = Field(False, description="with share_prefix: rows of similar length "
                                                   "together inside a prefix group (less "
                                                   "padding; changes which rows share a batch)")
@@ -127,6 +132,12 @@ class SFTSettings(Settings):
                              "false")
         if self.padding_free is None:
             self.padding_free = not self.share_prefix
+        if self.group_by_prefix is None:
+            self.group_by_prefix = self.share_prefix
+        elif self.share_prefix and not self.group_by_prefix:
+            raise ValueError("sft.share_prefix is true but sft.group_by_prefix is false: a "
+                             "prefix is shared only by rows batched together; drop "
+                             "group_by_prefix or set it true")
 
 
 class GRPOSettings(Settings):
