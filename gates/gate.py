@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from pipeline import timing
-from pipeline.config import RunConfig
+from pipeline.config import GateSettings, RunConfig
 from pipeline.sampling import backend_opener
 from pipeline.sampling.base import SamplingParams
 
@@ -132,22 +132,25 @@ def evaluate_baseline(cfg: RunConfig, suites: list[Suite], baseline: dict,
 
 def gate_round(cfg: RunConfig, suites: list[Suite], baseline: dict, candidate: Path,
                gate_dir: Path, *, round_no: int, name: str, target: str, started: float,
-               force: bool = False, progress: bool = True) -> GateResult:
+               force: bool = False, progress: bool = True,
+               thresholds: GateSettings | None = None) -> GateResult:
     """Gate round `round_no`'s `candidate` model against `baseline` (the promoted record:
-    round, model, eval_dir) with `cfg.gate` and the round's `target`; writes
+    round, model, eval_dir) with `thresholds` (default `cfg.gate`; a round's own are
+    `cfg.gate.for_round(settings)`) and the round's `target`; writes
     `gate_dir/report.{json,md}`. `started` (perf_counter) is when the round began."""
+    thresholds = thresholds or cfg.gate
     t0 = time.perf_counter()
     base_eval = evaluate_baseline(cfg, suites, baseline, progress)
     cand_dir = gate_dir / "candidate"
     with timing.section("gate_candidate"):
         cand_eval = evaluate_model(cfg, candidate, cand_dir, suites, progress,
                                    meta={"role": "candidate", "round": round_no})
-    decision = decide(cand_eval, base_eval, cfg.gate, target, force=force)
+    decision = decide(cand_eval, base_eval, thresholds, target, force=force)
     log.info("round %d %s: gate evaluated in %.0f s: %s", round_no, name,
              time.perf_counter() - t0, "pass" if decision.passed else "FAIL")
     meta = {"round": round_no, "name": name, "target": target,
             "baseline_model": baseline["model"], "candidate_model": str(candidate),
-            "relaxed": cfg.gate.relaxed, "forced": force,
+            "relaxed": thresholds.relaxed, "forced": force,
             "wall_s": round(time.perf_counter() - started, 1)}
     _, md = write_gate_report(gate_dir, decision, cand_eval, base_eval, meta)
     return GateResult(decision, cand_dir, md)

@@ -65,6 +65,12 @@ class GateSettings(Strict):
         """How far `canary` may drop whatever its SE: its `drop_abs` entry, else 0.02."""
         return float(self.drop_abs.get(canary, self.DEFAULT_DROP_ABS))
 
+    def for_round(self, rs: RoundSettings) -> GateSettings:
+        """These thresholds with the round's own `drop_abs` entries over `drop_abs`."""
+        if not rs.drop_abs:
+            return self
+        return self.model_copy(update={"drop_abs": {**self.drop_abs, **rs.drop_abs}})
+
     def to_dict(self, canaries: Iterable[str] = ()) -> dict:
         """The thresholds as gate reports record them, the tolerance of every built-in canary,
         of every canary in `drop_abs` and of `canaries` (the evaluated ones: BFCL) spelled out."""

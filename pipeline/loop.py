@@ -126,7 +126,8 @@ def run_round(run: Run, number: int, name: str, rs: recipes.RoundSettings,
             return "rejected"
         gate = gate_round(run.cfg, suites, run.promoted, cand.model_dir, ctx.dir / "gate",
                           round_no=number, name=name, target=rs.target, started=t0,
-                          force=run.force, progress=run.progress)
+                          force=run.force, progress=run.progress,
+                          thresholds=run.cfg.gate.for_round(rs))
         run.store.mark(number, "gate", {"promote": gate.decision.promote})
         verdict = export_promoted(run.cfg, ctx, cand.model_dir, gate)
         status = promote_or_reject(run, ctx, t0, cand, gate, verdict)

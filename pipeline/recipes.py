@@ -98,9 +98,17 @@ class RoundSettings(Strict):
                                      description="this round's gate sizes of built-in canaries, "
                                                  "over canaries.sizes (e.g. {multi_turn: 100} "
                                                  "for a large target)")
+    drop_abs: dict[str, float] = Field(default_factory=dict,
+                                       description="this round's gate drop tolerances over "
+                                                   "gate.drop_abs (canary -> absolute drop "
+                                                   "in [0, 1])")
 
     @model_validator(mode="after")
     def _check(self):
+        wrong = {k: v for k, v in self.drop_abs.items() if not is_canary(k) or not 0 <= v <= 1}
+        if wrong:
+            raise ValueError(f"drop_abs: {wrong}: keys must be canaries ({canary_choices()}), "
+                             "values in [0, 1]")
         bad = {}
         for kind in self.tasks:
             try:

@@ -156,3 +156,23 @@ def test_html_report_renders_in_headless_chromium(tmp_path):
     yellow = (abs(rgb[..., 0] - 1.0) < 0.02) & (abs(rgb[..., 1] - 0.953) < 0.02) & \
              (abs(rgb[..., 2] - 0.804) < 0.03)
     assert yellow.sum() > 1000
+
+
+def test_a_rounds_own_drop_abs_decides_its_gate_only():
+    from pipeline.recipes import RoundSettings
+    gate = GateSettings(drop_abs={"reasoning": 0.25}, floors={"irrelevance": 0.5})
+    rs = RoundSettings(target="multi_turn", drop_abs={"irrelevance": 0.6})
+    mine = gate.for_round(rs)
+    assert mine.drop_abs == {"reasoning": 0.25, "irrelevance": 0.6}
+    assert gate.drop_abs == {"reasoning": 0.25}                     # the run's stay as set
+    assert gate.for_round(RoundSettings()) is gate
+    base = evaluation({"multi_turn": [0] * 8, "irrelevance": [1] * 8})
+    cand = evaluation({"multi_turn": [1] * 8, "irrelevance": [1, 1, 1, 1, 1, 0, 0, 0]})
+    # irrelevance 1.0 -> 0.625: 3 losses, 2 x SE = 0.366 < 0.375, refused under the run's rule
+    assert not decide(cand, base, gate, target="multi_turn").promote
+    ok = decide(cand, base, mine, target="multi_turn")           # held by the floor instead
+    assert ok.promote
+    with pytest.raises(ValueError, match="drop_abs"):
+        RoundSettings(drop_abs={"irrelevance": 1.5})
+    with pytest.raises(ValueError, match="drop_abs"):
+        RoundSettings(drop_abs={"nonsense": 0.1})
