@@ -208,6 +208,14 @@ class PoolSettings(Strict):
         description="difficulties whose rows train: frontier (solved sometimes), solved "
                     "(every sample), unsolved (no success: needs oracle: true)")
 
+    always_train: list[Literal["single", "parallel", "chained", "irrelevance", "recovery",
+                               "long_context", "reasoning"]] = Field(
+        default_factory=list,
+        description="task kinds whose verified successes train whatever their difficulty "
+                    "(and, with oracle: true, whose unsolved tasks' oracle rows do): a replay "
+                    "of a skill the round's own rows would wear down, e.g. [irrelevance] "
+                    "(mismatch tasks count as irrelevance) beside on-policy tool calls")
+
     @model_validator(mode="after")
     def _check(self):
         if self.k_max < self.k_probe:

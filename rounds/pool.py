@@ -116,15 +116,17 @@ def sample_pool(ctx: RoundContext, tasks: list[Task], model_dir: Path,
 
 
 def training_rows(pool: Pool, tasks: list[Task], train_on: list[str], oracle: bool,
-                  round_no: int) -> list[Trajectory]:
-    """The rows of the tasks whose difficulty is in `train_on` (accept keeps their verified
-    successes), plus, when `oracle` is on, the oracle demonstration of each unsolved one
-    that `train_on` names (it has no success of its own)."""
-    diff = pool.difficulties()
-    rows = [t for t in pool.rows if diff.get(t.task_id) in train_on]
-    if oracle and "unsolved" in train_on:
-        rows += oracle_trajectories([t for t in tasks if diff.get(t.id) == "unsolved"],
-                                    round_no)
+                  round_no: int, always: Iterable[str] = ()) -> list[Trajectory]:
+    """The rows of the tasks whose difficulty is in `train_on` or whose kind is in `always`
+    (accept keeps their verified successes), plus, when `oracle` is on, the oracle
+    demonstration of each unsolved task that `train_on` names or whose kind is in `always`
+    (it has no success of its own)."""
+    diff, always = pool.difficulties(), set(always)
+    rows = [t for t in pool.rows if diff.get(t.task_id) in train_on or t.kind in always]
+    if oracle:
+        rows += oracle_trajectories(
+            [t for t in tasks if diff.get(t.id) == "unsolved"
+             and ("unsolved" in train_on or t.kind in always)], round_no)
     return rows
 
 
@@ -178,7 +180,8 @@ def accepted_rows(ctx: RoundContext, tasks: list[Task], model_dir: Path, sfx: st
         return accept(ctx, rows, step=f"accepted{sfx}", balance=balance)
     step = f"pool{sfx}"
     pool = sample_pool(ctx, tasks, model_dir, step=step)
-    rows = training_rows(pool, tasks, s.pool.train_on, s.oracle, ctx.number)
+    rows = training_rows(pool, tasks, s.pool.train_on, s.oracle, ctx.number,
+                         s.pool.always_train)
     try:
         accepted = accept(ctx, rows, step=f"accepted{sfx}", balance=balance)
     except NothingAccepted:

@@ -220,6 +220,25 @@ def test_unsolved_tasks_train_on_their_oracle_rows_when_asked(tmp_path, monkeypa
     assert st["kept"] == {"solved": 0, "frontier": 2, "unsolved": 1}
 
 
+def test_always_train_keeps_the_solved_no_call_rows(tmp_path, monkeypatch):
+    """mismatch tasks are verified as irrelevance: with always_train [irrelevance] the one
+    every sample solves trains too (a replay of no-call rows beside the frontier's calls)."""
+    def kept(always, sub):
+        settings = PlanFinishSettings(tasks={"mismatch": 2, "single": 2}, max_new_tokens=512,
+                                      pool={"k_probe": 2, "k_max": 4, "always_train": always})
+        rig = Rig(tmp_path / sub, plan_finish, settings, 2, script)
+        st = rig.run(monkeypatch, []).stats["pool"]["pool"]
+        assert st["difficulty"] == {"solved": 2, "frontier": 1, "unsolved": 1}
+        return st["kept"], rig.trained[0][2]
+    # the fake's wrong answer calls nothing, so both mismatch tasks are solved; 2 (single) is
+    # frontier, 3 (single) unsolved. Plain: the frontier's one row. Replay: + the mismatch
+    # rows (task 0: two identical replays, one kept; task 1: the oracle and "I cannot tell.")
+    assert kept([], "plain") == ({"solved": 0, "frontier": 1, "unsolved": 0}, 1)
+    assert kept(["irrelevance"], "replay") == ({"solved": 3, "frontier": 1, "unsolved": 0}, 4)
+    with pytest.raises(ValueError, match="always_train"):
+        PlanFinishSettings(pool={"always_train": ["mismatch"]})   # a task kind as verified
+
+
 def test_self_improve_iterations_sample_the_model_the_last_one_trained(tmp_path, monkeypatch):
     settings = SelfImproveSettings(tasks={"single": 2, "chained": 2}, max_new_tokens=512,
                                    iterations=2, pool={"k_probe": 2, "k_max": 3})
