@@ -16,7 +16,8 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationI
 from pipeline import recipes
 from pipeline.quants import QUANTS
 from data.bfcl import CATEGORIES as BFCL_CATEGORIES
-from pipeline.recipes import BFCL_PREFIX, CANARIES, RoundSettings, canary_choices, is_canary
+from pipeline.recipes import (BFCL_PREFIX, CANARIES, RoundSettings, canary_choices,
+                              off_canary_table)
 
 CONFIG_DIR = Path(__file__).with_name("configs")
 PRESETS = {p.stem: p for p in sorted(CONFIG_DIR.glob("*.yaml"))}
@@ -52,7 +53,7 @@ class GateSettings(Strict):
     @model_validator(mode="after")
     def _check(self):
         for name, table in (("drop_abs", self.drop_abs), ("floors", self.floors)):
-            bad = {k: v for k, v in table.items() if not is_canary(k) or not 0 <= v <= 1}
+            bad = off_canary_table(table)
             if bad:
                 raise ValueError(f"gate.{name}: {bad}: keys must be canaries ("
                                  f"{canary_choices()}), values in [0, 1]")

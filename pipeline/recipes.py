@@ -25,6 +25,7 @@ from data.jsonl import DataError
 from data.loaders import HUB
 from data.taskfile import load_task_files
 from data.tasks import CANARY_KINDS, makers_for, parse_kind, validate_domain
+from data.trajectory import Kind
 from pipeline.training.settings import GRPOSettings, SFTSettings
 
 BUILTIN = {"grounding": "rounds.grounding", "plan_finish": "rounds.plan_finish",
@@ -39,6 +40,12 @@ def is_canary(name: str) -> bool:
     the run config checks that)."""
     return name in CANARIES or (name.startswith(BFCL_PREFIX)
                                 and name[len(BFCL_PREFIX):] in BFCL_CATEGORIES)
+
+
+def off_canary_table(table: dict[str, float]) -> dict[str, float]:
+    """The entries of a canary -> value table (drop tolerances, floors) whose key is not a
+    canary or whose value is outside [0, 1]."""
+    return {k: v for k, v in table.items() if not is_canary(k) or not 0 <= v <= 1}
 
 
 def canary_choices() -> str:
@@ -105,7 +112,7 @@ class RoundSettings(Strict):
 
     @model_validator(mode="after")
     def _check(self):
-        wrong = {k: v for k, v in self.drop_abs.items() if not is_canary(k) or not 0 <= v <= 1}
+        wrong = off_canary_table(self.drop_abs)
         if wrong:
             raise ValueError(f"drop_abs: {wrong}: keys must be canaries ({canary_choices()}), "
                              "values in [0, 1]")
@@ -208,8 +215,7 @@ class PoolSettings(Strict):
         description="difficulties whose rows train: frontier (solved sometimes), solved "
                     "(every sample), unsolved (no success: needs oracle: true)")
 
-    always_train: list[Literal["single", "parallel", "chained", "irrelevance", "recovery",
-                               "long_context", "reasoning"]] = Field(
+    always_train: list[Kind] = Field(
         default_factory=list,
         description="task kinds whose verified successes train whatever their difficulty "
                     "(and, with oracle: true, whose unsolved tasks' oracle rows do): a replay "
