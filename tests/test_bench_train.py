@@ -20,6 +20,9 @@ def test_bench_train_modes_side_by_side(tmp_path, capsys):
     assert shared["prefix_tokens_shared"] > 0 == grouped["prefix_tokens_shared"]
     assert res["loss_agreement"]["steps"] == 1
     assert res["loss_agreement"]["max_abs_diff"] < 1e-5
+    # random batches in the same order: padding-free (compiled or not) reproduces padded
+    for mode in ("padding-free", "pf-full-head", "pf-compiled"):
+        assert sft[mode]["loss_max_diff"] < 1e-3, mode
     assert sft["padded"]["vs_baseline"] == 1.0
     printed = capsys.readouterr().out
     assert "pf-full-head" in printed and "shared-prefix vs padded-grouped" in printed
@@ -68,6 +71,9 @@ def test_summary_takes_medians_and_skips_a_killed_mode():
     assert res["sft"]["padded-grouped"]["vs_baseline"] == 1.2   # the finished repeat only
     assert res["loss_agreement"]["repeats"] == 1
     assert abs(res["loss_agreement"]["max_abs_diff"] - 4e-4) < 1e-9
+    # every mode against its same-batch reference, from the repeats where both finished
+    assert abs(shared["loss_max_diff"] - 4e-4) < 1e-9
+    assert res["sft"]["padded"]["loss_max_diff"] is None            # the reference itself
     runs[0]["padded-grouped"] = runs[1]["padded-grouped"]
     res = bench.summarise(runs, loss_steps=2)
     assert res["sft"]["padded-grouped"]["failed"] == "killed"

@@ -42,6 +42,9 @@ MODES = {"padded": {"share_prefix": False, "padding_free": False, "packing": Fal
          "pf-full-head": {"share_prefix": False, "padding_free": True, "packing": False},
          "padding-free": {"share_prefix": False, "padding_free": True, "packing": False},
          "packing": {"share_prefix": False, "padding_free": True, "packing": True},
+         # random batches as rounds train them, the model compiled (torch.compile)
+         "pf-compiled": {"share_prefix": False, "padding_free": True, "packing": False,
+                         "torch_compile": True},
          # the shared-prefix batches, each one padding-free forward (sft.group_by_prefix)
          "pf-grouped": {"share_prefix": False, "group_by_prefix": True, "padding_free": True,
                         "packing": False},
@@ -54,6 +57,10 @@ MODES = {"padded": {"share_prefix": False, "padding_free": False, "packing": Fal
                                   "length_sorted": True}}
 BASELINE = "padded"
 LOSS_PAIR = ("shared-prefix", "padded-grouped")   # same batches, two forwards
+# each mode's reference on the same batches in the same order: their first losses must agree
+SAME_BATCHES = {"pf-full-head": "padded", "padding-free": "padded", "pf-compiled": "padded",
+                "pf-grouped": "padded-grouped",
+                "shared-prefix": "padded-grouped"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -229,6 +236,10 @@ def summarise(runs: list[dict[str, dict]], loss_steps: int) -> dict:
             ratios = [r[mode][key] / r[BASELINE][key] for r in runs if done(r, mode, BASELINE)]
             out[mode][key] = statistics.median(r[key] for r in per)
             out[mode][ratio] = round(statistics.median(ratios), 3) if ratios else None
+        ref = SAME_BATCHES.get(mode)
+        diffs = [abs(x - y) for r in runs if ref and done(r, mode, ref)
+                 for x, y in zip(r[mode]["losses"][:loss_steps], r[ref]["losses"][:loss_steps])]
+        out[mode]["loss_max_diff"] = max(diffs) if diffs else None
     agreement = None
     paired = [r for r in runs if done(r, *LOSS_PAIR)]
     if paired:
@@ -251,7 +262,8 @@ def table(results: dict) -> str:
              f"{results['repeats']} repeat(s), medians",
              f"{'mode':<16}{'steps':>6}{'tokens':>8}{'seconds':>9}{'tokens/s':>10}"
              f"{'vs ' + BASELINE:>11}{'CPU s':>8}{'tok/CPU-s':>10}{'vs ' + BASELINE:>11}"
-             f"{'shared':>8}{'peak RSS MiB':>14}"]
+             f"{'shared':>8}{'peak RSS MiB':>14}  max |loss diff| vs same batches "
+             f"(first {results['loss_steps']} steps)"]
 
     def ratio(x):
         return f"{x:>10.2f}x" if x is not None else f"{'-':>11}"
@@ -263,7 +275,9 @@ def table(results: dict) -> str:
         lines.append(f"{mode:<16}{r['steps']:>6}{r['tokens']:>8}{r['seconds']:>9.1f}"
                      f"{r['tokens_per_s']:>10.1f}{ratio(r['vs_baseline'])}"
                      f"{r['cpu_seconds']:>8.0f}{r['tokens_per_cpu_s']:>10.1f}"
-                     f"{ratio(r['cpu_vs_baseline'])}{shared:>8.1%}{r['peak_rss_mib']:>14.0f}")
+                     f"{ratio(r['cpu_vs_baseline'])}{shared:>8.1%}{r['peak_rss_mib']:>14.0f}"
+                     + (f"  {r['loss_max_diff']:.2e} vs {SAME_BATCHES[mode]}"
+                        if r.get("loss_max_diff") is not None else ""))
     agree = results.get("loss_agreement")
     if agree:
         lines.append(f"loss, first {agree['steps']} steps, {agree['modes'][0]} vs "
@@ -287,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     model_dir = str(resolve(args.model))
     rows = oracle_rows(counts, domains)
     results = {"model": args.model, "tasks": counts, "domains": domains, "args": sft,
-               "repeats": args.repeats}
+               "repeats": args.repeats, "loss_steps": args.loss_steps}
     t0 = time.perf_counter()
     runs = []
     for _ in range(args.repeats):

@@ -98,6 +98,9 @@ class SFTSettings(Settings):
                                                         "row). Unset: true unless share_prefix")
     bf16: bool = Field(default_factory=bf16_supported,
                        description="bf16 autocast; default true only where the CPU/GPU supports it")
+    torch_compile: bool = Field(False, description="compile the model's forward and backward "
+                                                   "(torch.compile, inductor); the first steps "
+                                                   "pay the compilation")
     gradient_checkpointing: bool = Field(False, description="recompute activations to save memory "
                                                             "(slower; for long rows on a GPU)")
     seed: int = Field(0, description="seed for adapter init, shuffling and dropout")

@@ -63,6 +63,7 @@ def sft_config(settings: SFTSettings, ckpt_dir: Path, progress: bool):
         gradient_accumulation_steps=settings.grad_accum, learning_rate=settings.lr,
         num_train_epochs=settings.epochs, max_steps=settings.max_steps, bf16=settings.bf16,
         gradient_checkpointing=settings.gradient_checkpointing, seed=settings.seed,
+        torch_compile=settings.torch_compile,
         data_seed=settings.seed, logging_steps=settings.logging_steps, save_strategy="steps",
         save_steps=settings.save_steps, save_total_limit=2, report_to="none",
         include_num_input_tokens_seen="non_padding", disable_tqdm=not progress,
