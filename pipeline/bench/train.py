@@ -11,7 +11,9 @@ real (non-padding) row tokens over the trainer's runtime, whatever the mode comp
 seconds (all threads) are printed beside it, since on a shared machine they move less with
 other jobs' load than wall time. `--threads N` sets torch's threads in every mode. The
 shared-prefix losses of the first steps are compared with those of the padded batches in the
-same grouped order (identical batches). `--mix grounding` trains on a round's task mix and SFT
+same grouped order (identical batches), and every mode's first losses are compared with those
+of the mode that sees the same batches (`SAME_BATCHES`; `pf-compiled` is padding-free with the
+model compiled, `sft.torch_compile`). `--mix grounding` trains on a round's task mix and SFT
 settings from the default preset, its tasks made as the round makes them (domains cycled).
 `--json PATH` writes the same figures.
 
@@ -223,6 +225,11 @@ def summarise(runs: list[dict[str, dict]], loss_steps: int) -> dict:
     Ratios and loss differences come only from repeats where both modes finished."""
     def done(run, *modes):
         return all(m in run and "failed" not in run[m] for m in modes)
+
+    def loss_diffs(a, b):
+        """|loss a - loss b| over the first steps of every repeat where both finished."""
+        return [abs(x - y) for r in runs if done(r, a, b)
+                for x, y in zip(r[a]["losses"][:loss_steps], r[b]["losses"][:loss_steps])]
     out = {}
     for mode in runs[0]:
         per = [r[mode] for r in runs if done(r, mode)]
@@ -236,19 +243,16 @@ def summarise(runs: list[dict[str, dict]], loss_steps: int) -> dict:
             ratios = [r[mode][key] / r[BASELINE][key] for r in runs if done(r, mode, BASELINE)]
             out[mode][key] = statistics.median(r[key] for r in per)
             out[mode][ratio] = round(statistics.median(ratios), 3) if ratios else None
-        ref = SAME_BATCHES.get(mode)
-        diffs = [abs(x - y) for r in runs if ref and done(r, mode, ref)
-                 for x, y in zip(r[mode]["losses"][:loss_steps], r[ref]["losses"][:loss_steps])]
+        diffs = loss_diffs(mode, SAME_BATCHES[mode]) if mode in SAME_BATCHES else []
         out[mode]["loss_max_diff"] = max(diffs) if diffs else None
     agreement = None
     paired = [r for r in runs if done(r, *LOSS_PAIR)]
     if paired:
-        a, b = LOSS_PAIR
-        diffs = [abs(x - y) for r in paired
-                 for x, y in zip(r[a]["losses"][:loss_steps], r[b]["losses"][:loss_steps])]
+        a, _ = LOSS_PAIR
         agreement = {"modes": list(LOSS_PAIR),
                      "steps": min(loss_steps, len(paired[0][a]["losses"])),
-                     "repeats": len(paired), "max_abs_diff": max(diffs, default=0.0)}
+                     "repeats": len(paired),
+                     "max_abs_diff": max(loss_diffs(*LOSS_PAIR), default=0.0)}
     return {"sft": out, "loss_agreement": agreement}
 
 
