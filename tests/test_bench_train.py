@@ -21,8 +21,10 @@ def test_bench_train_modes_side_by_side(tmp_path, capsys):
     assert res["loss_agreement"]["steps"] == 1
     assert res["loss_agreement"]["max_abs_diff"] < 1e-5
     # random batches in the same order: padding-free (compiled or not) reproduces padded
-    for mode in ("padding-free", "pf-full-head", "pf-compiled"):
+    for mode in ("padding-free", "pf-full-head", "pf-compiled", "pf-rows"):
         assert sft[mode]["loss_max_diff"] < 1e-3, mode
+    # a bfloat16 base rounds the residual stream too: close, not equal
+    assert sft["pf-rows-bf16"]["loss_max_diff"] < 2e-2
     assert sft["padded"]["vs_baseline"] == 1.0
     printed = capsys.readouterr().out
     assert "pf-full-head" in printed and "shared-prefix vs padded-grouped" in printed

@@ -2,8 +2,9 @@
 
 The same oracle rows go through TRL's default padded batching (random order), padding-free
 batching (with TRL's fused LM head scoring every position, as shipped, and only labelled
-positions: `pipeline.training.fused_head`), best-fit-decreasing packing, padded batches in
-prefix-grouped order, and those batches with their shared prefix run once
+positions: `pipeline.training.fused_head`; its rows attending together through one masked call,
+or one by one, `pf-rows`, and with a bfloat16 base, `pf-rows-bf16`, what rounds train with),
+best-fit-decreasing packing, padded batches in prefix-grouped order, and those batches with their shared prefix run once
 (`pipeline.training.prefix_share`). Each measurement runs in its own fresh process, so the peak
 RSS printed is that mode's own; `--repeats R` runs every mode R times back to back and prints
 medians (ratios are taken within a repeat, which shares the machine's load). Tokens/s counts
@@ -38,29 +39,45 @@ from data.tasks import KINDS, domain_cycle, generate, make
 from data.trajectory import Trajectory
 from pipeline.models import EMBEDDED, resolve
 
+# The attention and base weights rounds trained with before row attention and the bfloat16 base
+# (SDPA over the whole flattened batch, float32 base under bf16 autocast): every mode but the two
+# `pf-rows` ones keeps them, so older figures stay comparable.
+BEFORE = {"row_attention": False, "base_dtype": "float32"}
 # Batching of each mode (SFTSettings fields); two modes also change what the trainer does.
-MODES = {"padded": {"share_prefix": False, "padding_free": False, "packing": False},
+MODES = {"padded": {"share_prefix": False, "padding_free": False, "packing": False, **BEFORE},
          # TRL's fused LM head as shipped: every position through the vocabulary on CPU
-         "pf-full-head": {"share_prefix": False, "padding_free": True, "packing": False},
-         "padding-free": {"share_prefix": False, "padding_free": True, "packing": False},
-         "packing": {"share_prefix": False, "padding_free": True, "packing": True},
-         # random batches as rounds train them, the model compiled (torch.compile)
+         "pf-full-head": {"share_prefix": False, "padding_free": True, "packing": False,
+                          **BEFORE},
+         # random padding-free batches, one masked SDPA call over the flattened batch
+         "padding-free": {"share_prefix": False, "padding_free": True, "packing": False,
+                          **BEFORE},
+         # the same batches, each row's attention on its own (sft.row_attention)
+         "pf-rows": {"share_prefix": False, "padding_free": True, "packing": False,
+                     "row_attention": True, "base_dtype": "float32"},
+         # and the frozen base in bfloat16 under autocast (sft.base_dtype auto): the default
+         "pf-rows-bf16": {"share_prefix": False, "padding_free": True, "packing": False,
+                          "row_attention": True, "base_dtype": "auto"},
+         "packing": {"share_prefix": False, "padding_free": True, "packing": True, **BEFORE},
+         # random batches as rounds trained them, the model compiled (torch.compile)
          "pf-compiled": {"share_prefix": False, "padding_free": True, "packing": False,
-                         "torch_compile": True},
+                         "torch_compile": True, **BEFORE},
          # the shared-prefix batches, each one padding-free forward (sft.group_by_prefix)
          "pf-grouped": {"share_prefix": False, "group_by_prefix": True, "padding_free": True,
-                        "packing": False},
+                        "packing": False, **BEFORE},
          # the shared-prefix batches, each run as a plain padded forward
-         "padded-grouped": {"share_prefix": True, "padding_free": False, "packing": False},
-         "shared-prefix": {"share_prefix": True, "padding_free": False, "packing": False},
+         "padded-grouped": {"share_prefix": True, "padding_free": False, "packing": False,
+                            **BEFORE},
+         "shared-prefix": {"share_prefix": True, "padding_free": False, "packing": False,
+                           **BEFORE},
          # rows of similar length together inside a prefix group (less padding; measured to
          # cost round 1 its multi-turn skill, so not the default)
          "shared-prefix-sorted": {"share_prefix": True, "padding_free": False, "packing": False,
-                                  "length_sorted": True}}
+                                  "length_sorted": True, **BEFORE}}
 BASELINE = "padded"
 LOSS_PAIR = ("shared-prefix", "padded-grouped")   # same batches, two forwards
 # each mode's reference on the same batches in the same order: their first losses must agree
 SAME_BATCHES = {"pf-full-head": "padded", "padding-free": "padded", "pf-compiled": "padded",
+                "pf-rows": "padded", "pf-rows-bf16": "padded",
                 "pf-grouped": "padded-grouped",
                 "shared-prefix": "padded-grouped"}
 

@@ -39,10 +39,11 @@ def lora_config(lora: LoraSettings):
                       task_type="CAUSAL_LM")
 
 
-def load_base(model_dir: Path, lora: LoraSettings):
-    """Full-precision base, or 4-bit NF4 (QLoRA) on CUDA."""
+def load_base(model_dir: Path, lora: LoraSettings, dtype: str = "float32"):
+    """The frozen base in `dtype` (float32, or bfloat16 under bf16 autocast), or 4-bit NF4
+    (QLoRA) on CUDA."""
     if not lora.qlora:
-        return load_model(model_dir, dtype="float32")
+        return load_model(model_dir, dtype=dtype)
     import torch
     from transformers import AutoModelForCausalLM, BitsAndBytesConfig
     if not torch.cuda.is_available():

@@ -111,17 +111,28 @@ def shared_prefix_length(input_ids: torch.Tensor, labels: torch.Tensor,
 class PrefixSharingSFTTrainer(SFTTrainer):
     """TRL's SFTTrainer with prefix-grouped batches (`group_by_prefix`) and the shared prefix
     run once per micro-batch (`share_prefix`). Either off gives TRL's own behaviour for it;
-    `prefix_tokens_shared` counts the row tokens whose forward and backward were shared.
+    `prefix_tokens_shared` counts the row tokens whose forward and backward were shared;
+    `autocast_adapters` skips PEFT's input casts in training steps (a bfloat16 base).
     Under several processes the batches stay grouped and each runs the plain forward."""
 
     def __init__(self, *args, group_by_prefix: bool = True, share_prefix: bool = True,
                  length_sorted: bool = False, min_shared_prefix: int = MIN_SHARED_PREFIX,
-                 **kwargs):
+                 autocast_adapters: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
+        self.autocast_adapters = autocast_adapters
         self.group_by_prefix, self.share_prefix = group_by_prefix, share_prefix
         self.length_sorted = length_sorted
         self.min_shared_prefix = min_shared_prefix
         self.prefix_tokens_shared = self.prefix_batches_shared = 0
+
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        # `autocast_adapters` (a bfloat16 base under bf16 autocast): PEFT would cast each
+        # adapter's bfloat16 input to the adapter's float32 only for autocast to cast it back
+        # for the matmul; the same numbers, two copies per adapter per pass (measured: copies
+        # 13% -> 6% of a step's CPU time). Outside training steps PEFT casts as usual.
+        from peft.helpers import disable_input_dtype_casting
+        with disable_input_dtype_casting(model, active=self.autocast_adapters):
+            return super().training_step(model, inputs, num_items_in_batch)
 
     def _get_train_sampler(self, train_dataset=None):
         dataset = self.train_dataset if train_dataset is None else train_dataset

@@ -7,6 +7,7 @@ says how to fix it, not an hour into a round.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -98,6 +99,15 @@ class SFTSettings(Settings):
                                                         "row). Unset: true unless share_prefix")
     bf16: bool = Field(default_factory=bf16_supported,
                        description="bf16 autocast; default true only where the CPU/GPU supports it")
+    row_attention: bool = Field(True, description="padding-free and packed batches attend row "
+                                                  "by row (SDPA per row, causal, no mask) "
+                                                  "instead of one masked call over the whole "
+                                                  "flattened batch; same outputs, on devices "
+                                                  "without varlen kernels much less work")
+    base_dtype: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto", description="dtype of the frozen base weights (the adapter stays float32). "
+                            "auto: bfloat16 under bf16 autocast (its matmuls run in bfloat16 "
+                            "anyway; no per-step weight casts), else float32")
     torch_compile: bool = Field(False, description="compile the model's forward and backward "
                                                    "(torch.compile, inductor); the first steps "
                                                    "pay the compilation")
@@ -114,8 +124,19 @@ class SFTSettings(Settings):
                              "no AVX-512 BF16/AMX): set sft.bf16: false")
         if self.max_steps == 0 or self.max_steps < -1:
             raise ValueError("sft.max_steps must be -1 (use epochs) or a positive step count")
+        if self.base_dtype == "bfloat16" and not self.bf16:
+            raise ValueError("sft.base_dtype is bfloat16 but sft.bf16 is false: a bfloat16 base "
+                             "trains under bf16 autocast only; set sft.bf16: true or "
+                             "sft.base_dtype: float32")
         self._resolve_batching()
         return self
+
+    @property
+    def base_weights_dtype(self) -> str:
+        """The frozen base's dtype that `base_dtype` resolves to."""
+        if self.base_dtype != "auto":
+            return self.base_dtype
+        return "bfloat16" if self.bf16 else "float32"
 
     def _resolve_batching(self) -> None:
         """share_prefix needs padded batches with a KV cache: packing and padding_free flatten

@@ -2,7 +2,9 @@
 
 Reads top to bottom: check token consistency, build rows (drop and count what cannot be
 trained), configure TRL, train (resuming from the last checkpoint), save the adapter, merge.
-With `share_prefix` (the default) batches group rows by their token prefix and run it once
+Batches are random and padding-free; their rows attend one by one
+(`pipeline/training/segment_attention.py`), and under bf16 autocast the frozen base is loaded in
+bfloat16. With `share_prefix` batches group rows by their token prefix and run it once
 (`pipeline/training/prefix_share.py`).
 
 Loss falls only on assistant tokens of every assistant turn: TRL's `assistant_only_loss` reads
@@ -78,6 +80,7 @@ def sft_trainer(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
     from transformers import set_seed
 
     from pipeline.training.prefix_share import PrefixSharingSFTTrainer
+    from pipeline.training.segment_attention import use_segment_attention
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     set_seed(settings.seed)  # before the adapter is created: its init is random
@@ -106,16 +109,20 @@ def sft_trainer(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
     # 3. Trainer; the log callback cuts rows a resumed run will log again.
     resume, resume_step = last_checkpoint(out_dir / "checkpoints")
     score_labelled_positions_only()
+    model = load_base(model_dir, settings.lora, settings.base_weights_dtype)
+    row_attention = (settings.row_attention and (settings.padding_free or settings.packing)
+                     and use_segment_attention(model))
     trainer = PrefixSharingSFTTrainer(
-        model=load_base(model_dir, settings.lora),
+        model=model,
         args=sft_config(settings, out_dir / "checkpoints", progress),
         train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
         peft_config=lora_config(settings.lora),
         callbacks=[JsonlLog(out_dir / "train_log.jsonl", resume_step)],
         group_by_prefix=settings.group_by_prefix, share_prefix=settings.share_prefix,
-        length_sorted=settings.length_sorted)
+        length_sorted=settings.length_sorted,
+        autocast_adapters=settings.base_weights_dtype == "bfloat16")
     info = {"rows_in": len(trajectories), "rows_used": len(rows),
-            "rows_dropped_inconsistent": len(bad), **row_stats,
+            "rows_dropped_inconsistent": len(bad), **row_stats, "row_attention": row_attention,
             "consistency": {k: v for k, v in consistency.items() if k != "bad_ids"},
             "resume_checkpoint": resume, "resumed_from_step": resume_step}
     return trainer, info
@@ -145,4 +152,5 @@ def train_sft(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
             "final_loss": losses[-1] if losses else None,
             "packing": settings.packing, "padding_free": settings.padding_free,
             "share_prefix": settings.share_prefix, "group_by_prefix": settings.group_by_prefix,
+            "base_dtype": settings.base_weights_dtype,
             "prefix_tokens_shared": trainer.prefix_tokens_shared}
