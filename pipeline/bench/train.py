@@ -16,7 +16,7 @@ same grouped order (identical batches), and every mode's first losses are compar
 of the mode that sees the same batches (`SAME_BATCHES`; `pf-compiled` is padding-free with the
 model compiled, `sft.torch_compile`). `--mix grounding` trains on a round's task mix and SFT
 settings from the default preset, its tasks made as the round makes them (domains cycled).
-`--json PATH` writes the same figures.
+`--json PATH` writes the same figures; `--from-json PATH` prints their table again.
 
     python -m pipeline.bench.train --model tiny:64 --rows 16 --max-length 1024
     pipeline bench train --mix grounding --steps 20 --grpo-steps 0 --threads 1 --repeats 2
@@ -74,6 +74,7 @@ MODES = {"padded": {"share_prefix": False, "padding_free": False, "packing": Fal
          "shared-prefix-sorted": {"share_prefix": True, "padding_free": False, "packing": False,
                                   "length_sorted": True, **BEFORE}}
 BASELINE = "padded"
+BEFORE_MODE = "padding-free"   # what rounds trained with before row attention: a second ratio
 LOSS_PAIR = ("shared-prefix", "padded-grouped")   # same batches, two forwards
 # each mode's reference on the same batches in the same order: their first losses must agree
 SAME_BATCHES = {"pf-full-head": "padded", "padding-free": "padded", "pf-compiled": "padded",
@@ -114,6 +115,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--group-size", type=int, default=4, help="GRPO rollouts per task")
     ap.add_argument("--max-new-tokens", type=int, default=32, help="GRPO tokens per turn")
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
+    ap.add_argument("--from-json", type=Path, default=None,
+                    help="print the table of results written by --json (nothing is measured)")
     return ap.parse_args(argv)
 
 
@@ -255,9 +258,10 @@ def summarise(runs: list[dict[str, dict]], loss_steps: int) -> dict:
             continue
         med = sorted(per, key=lambda r: r["tokens_per_s"])[(len(per) - 1) // 2]
         out[mode] = {**med, "repeats_tokens_per_s": [r["tokens_per_s"] for r in per]}
-        for key, ratio in (("tokens_per_s", "vs_baseline"),
-                           ("tokens_per_cpu_s", "cpu_vs_baseline")):
-            ratios = [r[mode][key] / r[BASELINE][key] for r in runs if done(r, mode, BASELINE)]
+        for key, ratio, ref in (("tokens_per_s", "vs_baseline", BASELINE),
+                                ("tokens_per_s", "vs_before", BEFORE_MODE),
+                                ("tokens_per_cpu_s", "cpu_vs_baseline", BASELINE)):
+            ratios = [r[mode][key] / r[ref][key] for r in runs if done(r, mode, ref)]
             out[mode][key] = statistics.median(r[key] for r in per)
             out[mode][ratio] = round(statistics.median(ratios), 3) if ratios else None
         diffs = loss_diffs(mode, SAME_BATCHES[mode]) if mode in SAME_BATCHES else []
@@ -282,7 +286,7 @@ def table(results: dict) -> str:
              f"{first['threads']} thread(s), {'bf16 autocast' if args['bf16'] else 'fp32'}, "
              f"{results['repeats']} repeat(s), medians",
              f"{'mode':<16}{'steps':>6}{'tokens':>8}{'seconds':>9}{'tokens/s':>10}"
-             f"{'vs ' + BASELINE:>11}{'CPU s':>8}{'tok/CPU-s':>10}{'vs ' + BASELINE:>11}"
+             f"{'vs ' + BASELINE:>11}{'vs ' + BEFORE_MODE:>17}{'CPU s':>8}{'tok/CPU-s':>10}{'vs ' + BASELINE:>11}"
              f"{'shared':>8}{'peak RSS MiB':>14}  max |loss diff| vs same batches "
              f"(first {results['loss_steps']} steps)"]
 
@@ -295,6 +299,7 @@ def table(results: dict) -> str:
         shared = r["prefix_tokens_shared"] / r["tokens"] if r["tokens"] else 0.0
         lines.append(f"{mode:<16}{r['steps']:>6}{r['tokens']:>8}{r['seconds']:>9.1f}"
                      f"{r['tokens_per_s']:>10.1f}{ratio(r['vs_baseline'])}"
+                     f"{ratio(r.get('vs_before')):>17}"
                      f"{r['cpu_seconds']:>8.0f}{r['tokens_per_cpu_s']:>10.1f}"
                      f"{ratio(r['cpu_vs_baseline'])}{shared:>8.1%}{r['peak_rss_mib']:>14.0f}"
                      + (f"  {r['loss_max_diff']:.2e} vs {SAME_BATCHES[mode]}"
@@ -314,6 +319,10 @@ def table(results: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text())
+        print(table(saved | summarise(saved["runs"], saved["loss_steps"])))
+        return 0
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:
