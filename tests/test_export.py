@@ -96,8 +96,16 @@ def test_compare_fails_when_tool_call_markup_is_lost():
     assert report["success"] == {"hf": 2, "gguf": 1}
     assert report["markup_lost"] == 1 and report["agreement"] == 0.5
     assert not report["passed"]
-    assert any("markup lost" in r for r in report["reasons"])
+    # one of two tool-call items lost: a flipped decision, not broken tags; agreement fails it
+    assert not any("markup lost" in r for r in report["reasons"])
     assert any("below the threshold 0.75" in r for r in report["reasons"])
+    assert compare(tasks, hf, gg, min_agreement=0.5)["passed"]
+    # both lost: the GGUF breaks the tags
+    no_calls = [traj(t, [{"role": "assistant", "content": "I think it is sunny."}])
+                for t in tasks]
+    report = compare(tasks, hf, no_calls, min_agreement=0.0)
+    assert report["markup_lost"] == 2 and not report["passed"]
+    assert any("markup lost" in r and "2 of its 2" in r for r in report["reasons"])
     assert compare(tasks, hf, hf, 0.75)["passed"]
 
 
