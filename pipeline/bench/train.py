@@ -1,22 +1,22 @@
 """`pipeline bench train`: SFT tokens/s of every batching mode on the same rows, and GRPO s/step.
 
-The same oracle rows go through TRL's default padded batching (random order), padding-free
-batching (with TRL's fused LM head scoring every position, as shipped, and only labelled
-positions: `pipeline.training.fused_head`; its rows attending together through one masked call,
-or one by one, `pf-rows`, and with a bfloat16 base, `pf-rows-bf16`, what rounds train with),
-best-fit-decreasing packing, padded batches in prefix-grouped order, and those batches with their shared prefix run once
-(`pipeline.training.prefix_share`). Each measurement runs in its own fresh process, so the peak
-RSS printed is that mode's own; `--repeats R` runs every mode R times back to back and prints
-medians (ratios are taken within a repeat, which shares the machine's load). Tokens/s counts
-real (non-padding) row tokens over the trainer's runtime, whatever the mode computed; CPU
-seconds (all threads) are printed beside it, since on a shared machine they move less with
-other jobs' load than wall time. `--threads N` sets torch's threads in every mode. The
-shared-prefix losses of the first steps are compared with those of the padded batches in the
-same grouped order (identical batches), and every mode's first losses are compared with those
-of the mode that sees the same batches (`SAME_BATCHES`; `pf-compiled` is padding-free with the
-model compiled, `sft.torch_compile`). `--mix grounding` trains on a round's task mix and SFT
-settings from the default preset, its tasks made as the round makes them (domains cycled).
-`--json PATH` writes the same figures; `--from-json PATH` prints their table again.
+The same oracle rows go through TRL's default padded batching (random order), padding-free batching
+(with TRL's fused LM head scoring every position, as shipped, and only labelled positions:
+`pipeline.training.fused_head`; its rows attending together through one masked call, or one by one,
+`pf-rows`, and with a bfloat16 base, `pf-rows-bf16`, what rounds train with), best-fit-decreasing
+packing, padded batches in prefix-grouped order, and those batches with their shared prefix run
+once (`pipeline.training.prefix_share`). Each measurement runs in its own fresh process, so the
+peak RSS printed is that mode's own; `--repeats R` runs every mode R times back to back and prints
+medians (ratios are taken within a repeat, which shares the machine's load). Tokens/s counts real
+(non-padding) row tokens over the trainer's runtime, whatever the mode computed; CPU seconds (all
+threads) are printed beside it, since on a shared machine they move less with other jobs' load than
+wall time. `--threads N` sets torch's threads in every mode. The shared-prefix losses of the first
+steps are compared with those of the padded batches in the same grouped order (identical batches),
+and every mode's first losses are compared with those of the mode that sees the same batches
+(`SAME_BATCHES`; `pf-compiled` is padding-free with the model compiled, `sft.torch_compile`).
+`--mix grounding` trains on a round's task mix and SFT settings from the default preset, its tasks
+made as the round makes them (domains cycled). `--json PATH` writes the same figures; `--from-json
+PATH` prints their table again.
 
     python -m pipeline.bench.train --model tiny:64 --rows 16 --max-length 1024
     pipeline bench train --mix grounding --steps 20 --grpo-steps 0 --threads 1 --repeats 2
@@ -286,7 +286,8 @@ def table(results: dict) -> str:
              f"{first['threads']} thread(s), {'bf16 autocast' if args['bf16'] else 'fp32'}, "
              f"{results['repeats']} repeat(s), medians",
              f"{'mode':<16}{'steps':>6}{'tokens':>8}{'seconds':>9}{'tokens/s':>10}"
-             f"{'vs ' + BASELINE:>11}{'vs ' + BEFORE_MODE:>17}{'CPU s':>8}{'tok/CPU-s':>10}{'vs ' + BASELINE:>11}"
+             f"{'vs ' + BASELINE:>11}{'vs ' + BEFORE_MODE:>17}{'CPU s':>8}{'tok/CPU-s':>10}"
+             f"{'vs ' + BASELINE:>11}"
              f"{'shared':>8}{'peak RSS MiB':>14}  max |loss diff| vs same batches "
              f"(first {results['loss_steps']} steps)"]
 
