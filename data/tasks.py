@@ -69,7 +69,13 @@ def _assistant(plan: str, calls: list[tuple[str, dict]]) -> dict:
 
 
 def _oracle(task: Task, turns: list[list[tuple[str, dict]]], plan: str, final: str) -> list[dict]:
-    """Play the planned calls against the task's environment; results are real."""
+    """Play the planned calls against the task's environment; results are real. A task
+    with no call (irrelevance, reasoning) answers in one turn that thinks first too: every
+    first turn opens with the same <think>, so "no call" is decided inside the plan rather
+    than by skipping it (answering without a think invites answering without a call)."""
+    if not turns:
+        return [{"role": "assistant",
+                 "content": (f"<think>\n{plan}\n</think>\n" if plan else "") + final}]
     env, out = DomainEnvironment.for_task(task), []
     for i, calls in enumerate(turns):
         out.append(_assistant(plan if i == 0 else "", calls))
@@ -275,8 +281,6 @@ def make(kind: str, index: int, split: str = "train", namespace: str = "default"
     else:
         task, ex = _long_context(id_, seed, rng, domains, context_tokens)
     task.oracle = _oracle(task, ex.steps, ex.plan, ex.final)
-    if kind == "reasoning":  # no calls: the plan is the worked arithmetic
-        task.oracle = [{"role": "assistant", "content": f"<think>\n{ex.plan}\n</think>\n{ex.final}"}]
     return task
 
 

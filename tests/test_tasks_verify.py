@@ -133,3 +133,16 @@ def test_mismatch_offers_another_domains_tools_and_no_call_is_right():
     assert not verify.verify(t, bad).success
     with pytest.raises(ValueError, match="two domains"):
         tasks.make("mismatch", 0, domains=["weather"])
+
+
+@pytest.mark.parametrize("kind", ["irrelevance", "mismatch", "reasoning", "single", "chained"])
+def test_every_oracle_first_turn_thinks_first(kind):
+    """No-call oracles think before answering, as call oracles do: a first turn that skips
+    the plan would teach "no think, then no call" as a shortcut past the decision."""
+    for t in tasks.generate({kind: 30}):
+        first = t.oracle[0]["content"]
+        assert first.startswith("<think>\n") and "\n</think>\n" in first, (t.id, first)
+        if kind in ("irrelevance", "mismatch", "reasoning"):
+            assert len(t.oracle) == 1 and "<tool_call>" not in first
+    synthetic = tasks.generate({"irrelevance@synthetic": 10})
+    assert all(t.oracle[0]["content"].startswith("<think>\n") for t in synthetic)
