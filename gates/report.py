@@ -14,7 +14,7 @@ from pathlib import Path
 from data.jsonl import write_text_atomic
 
 from .promote import Decision
-from .stats import drop_mde, keep_mde
+from .stats import drop_mde, keep_mde, paired
 
 ROUND_DIR = re.compile(r"round-(\d+)")
 
@@ -246,6 +246,49 @@ def detail_table(run_dir: str | Path) -> str:
     return "\n".join(columns(table) + ["", "* the round's target; k x SE: keep_se x SE for the "
                                          "target, drop_se x SE for the others; MDE: the "
                                          "smallest true change the rule sees with 80% power"])
+
+
+def final_vs_base(run_dir: str | Path, se_mult: float = 2.0) -> list[dict]:
+    """The promoted model against the base model on every canary both evaluations hold,
+    paired over their common items (suites are prefix-stable, so the common items are the
+    smaller suite): what the run ships compared with what it started from, not with the
+    previous round. `within` says whether the delta is no lower than -se_mult x SE."""
+    root, p = Path(run_dir), promoted(run_dir)
+    base_dir = root / "evals" / "base"
+    if not p or not p.get("round") or not (base_dir / "eval.json").exists():
+        return []
+    from .evaluate import load_eval
+    base = load_eval(base_dir).get("suites", {})
+    final = load_eval(p["eval_dir"]).get("suites", {})
+    out = []
+    for name in sorted(set(base) & set(final)):
+        b, f = base[name], final[name]
+        metric = f.get("primary", b.get("primary"))
+        common = sorted(set(b.get("items", {})) & set(f.get("items", {})))
+        if not common:
+            continue
+        c = paired({i: f["items"][i][metric] for i in common},
+                   {i: b["items"][i][metric] for i in common})
+        out.append({"canary": name, "metric": metric, "n": c.n, "base": c.baseline,
+                    "final": c.candidate, "delta": c.delta, "se": c.se, "wins": c.wins,
+                    "losses": c.losses, "within": c.delta >= -se_mult * c.se})
+    return out
+
+
+def final_vs_base_table(run_dir: str | Path, se_mult: float = 2.0) -> str:
+    """`final_vs_base` as plain text: the promoted round, then one row per canary."""
+    rows = final_vs_base(run_dir, se_mult)
+    if not rows:
+        return ""
+    p = promoted(run_dir)
+    table = [["canary", "n", "base", "final", "W/L", "delta", f"{se_mult:g} x SE", "verdict"]]
+    for r in rows:
+        table.append([r["canary"], str(r["n"]), f"{r['base']:.3f}", f"{r['final']:.3f}",
+                      f"{r['wins']}/{r['losses']}", f"{r['delta']:+.3f}",
+                      f"{se_mult * r['se']:.3f}",
+                      "not below" if r["within"] else f"below by more than {se_mult:g} SE"])
+    return "\n".join([f"final promoted model (round {p['round']} {p['name']}) vs the base "
+                      "model, paired over the items both evaluated:"] + columns(table))
 
 
 def round_notes(run_dir: str | Path) -> list[str]:

@@ -84,11 +84,14 @@ def cmd_status(args) -> int:
 
 def cmd_report(args) -> int:
     from gates.html import write_run_report
-    from gates.report import detail_table, summary_table
+    from gates.report import detail_table, final_vs_base_table, summary_table
     print(summary_table(Path(args.run)))
     detail = detail_table(Path(args.run))
     if detail:
         print("\ngates in detail:\n" + detail)
+    final = final_vs_base_table(Path(args.run))
+    if final:
+        print("\n" + final)
     print(f"html: {write_run_report(Path(args.run))}")
     return 0
 

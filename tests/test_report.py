@@ -8,7 +8,8 @@ import pytest
 
 from gates.html import write_run_report
 from gates.promote import decide
-from gates.report import detail_table, summary_table, write_gate_report
+from gates.report import (detail_table, final_vs_base, final_vs_base_table, summary_table,
+                          write_gate_report)
 from pipeline.config import GateSettings
 
 PRIMARY = {"multi_turn": "success", "single_turn": "exact", "irrelevance": "no_call"}
@@ -123,6 +124,35 @@ def test_detail_table_gives_n_wins_losses_se_and_mde(tmp_path):
     assert by[("2 plan-finish", "single_turn")][3:6] == ["8", "0.688", "0.125"]
     assert by[("2 plan-finish", "single_turn")][-2:] == ["FAIL", "(no-drop)"]
     assert detail_table(tmp_path / "empty") == ""
+
+
+def test_final_vs_base_pairs_the_promoted_model_with_the_base_on_common_items(tmp_path):
+    run = tmp_path / "run"
+    (run / "evals" / "base").mkdir(parents=True)
+    (run / "evals" / "base" / "eval.json").write_text(json.dumps(BASE))
+    final_dir = run / "round-2-plan-finish" / "gate" / "candidate"
+    final_dir.mkdir(parents=True)
+    final = evaluation({"multi_turn": [1, 0.5, 1, 0.5, 1, 0.5, 1, 1],
+                        "irrelevance": [1, 1, 0.5, 1, 0, 1]})  # 6 of the base's 8 items
+    (final_dir / "eval.json").write_text(json.dumps(final))
+    assert final_vs_base(run) == []  # nothing promoted yet
+    (run / "promoted.json").write_text(json.dumps(
+        {"round": 2, "name": "plan_finish", "eval_dir": str(final_dir)}))
+    rows = {r["canary"]: r for r in final_vs_base(run)}
+    assert set(rows) == {"multi_turn", "irrelevance"}  # single_turn: the final has none
+    irr = rows["irrelevance"]
+    # common items 0-5: base [1, 1, 0.5, 1, 1, 1], final [1, 1, 0.5, 1, 0, 1]; one loss of 1
+    assert (irr["n"], irr["wins"], irr["losses"]) == (6, 0, 1)
+    assert irr["delta"] == pytest.approx(-1 / 6)
+    # diffs [0, 0, 0, 0, -1, 0]: var (5/36 + 25/36) / 5 = 1/6, SE sqrt(1/6 / 6) = 1/6
+    assert irr["se"] == pytest.approx(1 / 6)
+    assert irr["within"] is True and final_vs_base(run, se_mult=0.5)[0]["within"] is False
+    mt = rows["multi_turn"]
+    assert (mt["n"], mt["wins"], mt["losses"], mt["within"]) == (8, 8, 0, True)
+    assert mt["base"] == pytest.approx(0.125) and mt["final"] == pytest.approx(0.8125)
+    text = final_vs_base_table(run)
+    assert text.startswith("final promoted model (round 2 plan_finish) vs the base model")
+    assert "multi_turn   8  0.125  0.812  8/0  +0.688" in text
 
 
 def _chromium() -> str | None:
