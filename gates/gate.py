@@ -20,8 +20,8 @@ from pipeline.sampling.base import SamplingParams
 
 from . import bfcl_canary
 from .canaries import Suite, bfcl_suite, build_suites, gsm8k_suite
-from .evaluate import (SEED_ROUND, External, evaluate, external_todo, finished,
-                       missing_rollouts, previous_eval)
+from .evaluate import (EVAL_FILE, SEED_ROUND, External, evaluate, external_todo, finished,
+                       load_eval, missing_rollouts, previous_eval)
 from .promote import Decision, decide
 from .report import write_gate_report
 
@@ -133,11 +133,13 @@ def evaluate_baseline(cfg: RunConfig, suites: list[Suite], baseline: dict,
 def gate_round(cfg: RunConfig, suites: list[Suite], baseline: dict, candidate: Path,
                gate_dir: Path, *, round_no: int, name: str, target: str, started: float,
                force: bool = False, progress: bool = True,
-               thresholds: GateSettings | None = None) -> GateResult:
+               thresholds: GateSettings | None = None,
+               base_eval_dir: Path | None = None) -> GateResult:
     """Gate round `round_no`'s `candidate` model against `baseline` (the promoted record:
     round, model, eval_dir) with `thresholds` (default `cfg.gate`; a round's own are
     `cfg.gate.for_round(settings)`) and the round's `target`; writes
-    `gate_dir/report.{json,md}`. `started` (perf_counter) is when the round began."""
+    `gate_dir/report.{json,md}`. `started` (perf_counter) is when the round began.
+    `base_eval_dir`: the base model's evaluation, for `gate.anchored` canaries."""
     thresholds = thresholds or cfg.gate
     t0 = time.perf_counter()
     base_eval = evaluate_baseline(cfg, suites, baseline, progress)
@@ -145,7 +147,9 @@ def gate_round(cfg: RunConfig, suites: list[Suite], baseline: dict, candidate: P
     with timing.section("gate_candidate"):
         cand_eval = evaluate_model(cfg, candidate, cand_dir, suites, progress,
                                    meta={"role": "candidate", "round": round_no})
-    decision = decide(cand_eval, base_eval, thresholds, target, force=force)
+    anchor = (load_eval(base_eval_dir) if thresholds.anchored and base_eval_dir
+              and (base_eval_dir / EVAL_FILE).exists() else None)
+    decision = decide(cand_eval, base_eval, thresholds, target, force=force, anchor=anchor)
     log.info("round %d %s: gate evaluated in %.0f s: %s", round_no, name,
              time.perf_counter() - t0, "pass" if decision.passed else "FAIL")
     meta = {"round": round_no, "name": name, "target": target,

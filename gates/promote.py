@@ -8,7 +8,9 @@ numbers whether it passed or not:
                  (and by more than zero, so a tie never promotes unless `allow_tie`, which
                  only a relaxed gate may set);
   no-drop        no canary's primary metric fell by more than max(drop_se x SE, drop_abs);
-  floor          a canary's primary metric stays at or above its absolute floor.
+  floor          a canary's primary metric stays at or above its absolute floor;
+  anchor         an `anchored` canary's primary metric is not below the base model's by
+                 more than the no-drop tolerance, paired over the items both evaluated.
 The thresholds are the run config's `GateSettings` as they are (defined and checked there).
 `force` promotes anyway; the decision then says so and the report shows it. No I/O here.
 """
@@ -68,8 +70,9 @@ def _fmt(x: float) -> str:
 
 
 def decide(candidate: dict, baseline: dict, thresholds: GateSettings, target: str,
-           force: bool = False) -> Decision:
-    """Apply every rule; promote when all pass (or when forced)."""
+           force: bool = False, anchor: dict | None = None) -> Decision:
+    """Apply every rule; promote when all pass (or when forced). `anchor` is the base
+    model's evaluation, which the `anchored` canaries are held to."""
     cand, base = candidate.get("suites", {}), baseline.get("suites", {})
     rules: list[Rule] = []
     comparisons: dict[str, dict[str, Paired]] = {}
@@ -140,6 +143,35 @@ def decide(candidate: dict, baseline: dict, thresholds: GateSettings, target: st
         rules.append(Rule("floor", False, f"{name}: a floor is set but the canary was not "
                           f"evaluated", canary=name))
 
+    rules += anchor_rules(cand, (anchor or {}).get("suites", {}), thresholds)
     passed = all(r.passed for r in rules)
     return Decision(promote=passed or force, forced=force, rules=rules, target=full_target,
                     comparisons=comparisons, thresholds=thresholds)
+
+
+def anchor_rules(cand: dict, base: dict, thresholds: GateSettings) -> list[Rule]:
+    """One `anchor` rule per anchored canary: the candidate against the base model's suite
+    (`base`), paired over their common items (suites are prefix-stable), with the no-drop
+    tolerance max(drop_se x SE, drop_abs). The previous promoted model's no-drop rule alone
+    lets drops within noise accumulate round after round."""
+    rules = []
+    for name in thresholds.anchored:
+        primary = cand.get(name, {}).get("primary", "")
+        common = sorted(set(cand.get(name, {}).get("items", {}))
+                        & set(base.get(name, {}).get("items", {})))
+        if not common:
+            rules.append(Rule("anchor", False, f"{name}: no base-model evaluation to hold it "
+                              "to (evals/base of this run): run the round in a run directory "
+                              "that evaluated the base, or drop it from gate.anchored",
+                              canary=name, metric=primary))
+            continue
+        p = paired({i: cand[name]["items"][i][primary] for i in common},
+                   {i: base[name]["items"][i][primary] for i in common})
+        tol = max(thresholds.drop_se * p.se, thresholds.tolerance_abs(name))
+        rules.append(Rule("anchor", p.delta >= -tol,
+                          f"{name}.{primary} vs the base model: {p.baseline:.3f} -> "
+                          f"{p.candidate:.3f}, delta {_fmt(p.delta)}, tolerance -{tol:.3f} = "
+                          f"max({thresholds.drop_se:g} x SE {p.se:.3f}, abs "
+                          f"{thresholds.tolerance_abs(name):.3f}); {p.wins} wins / {p.losses} "
+                          f"losses over {p.n} items", canary=name, metric=primary))
+    return rules

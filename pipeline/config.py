@@ -46,13 +46,20 @@ class GateSettings(Strict):
     floors: dict[str, float] = Field(default_factory=dict, description="absolute floor per "
                                                                        "canary; bfcl_<category> "
                                                                        "too (configured ones)")
+    anchored: list[str] = Field(default_factory=list,
+                                description="canaries that must also stay within the drop "
+                                            "rule of the base model's score, not only of the "
+                                            "previous promoted model's: drops that are each "
+                                            "within noise cannot add up below the base over "
+                                            "the rounds")
     relaxed: bool = Field(False, description="thresholds relaxed (tiny preset); shown in reports")
     on_fail: Literal["stop", "skip"] = Field("stop", description="a failed gate stops the run or "
                                                                  "skips the round")
 
     @model_validator(mode="after")
     def _check(self):
-        for name, table in (("drop_abs", self.drop_abs), ("floors", self.floors)):
+        for name, table in (("drop_abs", self.drop_abs), ("floors", self.floors),
+                            ("anchored", dict.fromkeys(self.anchored, 0.0))):
             bad = off_canary_table(table)
             if bad:
                 raise ValueError(f"gate.{name}: {bad}: keys must be canaries ("
@@ -78,7 +85,8 @@ class GateSettings(Strict):
         names = dict.fromkeys([*CANARIES, *self.drop_abs, *canaries])
         return {"keep_se": self.keep_se, "drop_se": self.drop_se,
                 "drop_abs": {c: self.tolerance_abs(c) for c in names},
-                "floors": dict(self.floors), "relaxed": self.relaxed,
+                "floors": dict(self.floors), "anchored": list(self.anchored),
+                "relaxed": self.relaxed,
                 "allow_tie": self.allow_tie}
 
 

@@ -127,7 +127,8 @@ def run_round(run: Run, number: int, name: str, rs: recipes.RoundSettings,
         gate = gate_round(run.cfg, suites, run.promoted, cand.model_dir, ctx.dir / "gate",
                           round_no=number, name=name, target=rs.target, started=t0,
                           force=run.force, progress=run.progress,
-                          thresholds=run.cfg.gate.for_round(rs))
+                          thresholds=run.cfg.gate.for_round(rs),
+                          base_eval_dir=run.store.root / "evals" / "base")
         run.store.mark(number, "gate", {"promote": gate.decision.promote})
         verdict = export_promoted(run.cfg, ctx, cand.model_dir, gate)
         status = promote_or_reject(run, ctx, t0, cand, gate, verdict)

@@ -143,3 +143,33 @@ def test_allow_tie_only_on_a_relaxed_gate():
     d = decide(BASE, BASE, GateSettings(relaxed=True, allow_tie=True), "multi_turn")
     assert d.promote and "ties allowed: relaxed" in rules(d, "target")[0].detail
     assert d.to_dict()["thresholds"]["allow_tie"] is True
+
+
+def test_anchored_canary_is_held_to_the_base_model_not_only_the_previous_round():
+    """Base 1.00 (20 items), the promoted round 0.90, the candidate 0.80: against the
+    promoted model it lost 2 items (-0.10, 2 SE 0.138: no-drop passes); against the base
+    it lost 4 (-0.20, 2 SE 0.184): the anchor rule refuses it."""
+    ones = [1.0] * 20
+    base = report(multi_turn=[0] * 20, single_turn=ones)
+    promoted = report(multi_turn=[0] * 20, single_turn=[0, 0] + ones[2:])
+    cand = report(multi_turn=[1] * 10 + [0] * 10, single_turn=[0, 0, 0, 0] + ones[4:])
+    plain = decide(cand, promoted, GateSettings(), target="multi_turn", anchor=base)
+    assert plain.promote and rules(plain, "anchor") == []  # nothing anchored: no rule
+    th = GateSettings(anchored=["single_turn"])
+    d = decide(cand, promoted, th, target="multi_turn", anchor=base)
+    assert [r.passed for r in rules(d, "no-drop") if r.canary == "single_turn"] == [True]
+    (a,) = rules(d, "anchor")
+    # d = four -1 and sixteen 0: mean -0.2, var (4 x 0.64 + 16 x 0.04) / 19 = 3.2 / 19,
+    # SE sqrt(3.2 / 19 / 20) = 0.0918, tolerance 0.184
+    assert not a.passed and not d.promote
+    assert "1.000 -> 0.800, delta -0.200, tolerance -0.184" in a.detail
+    assert "0 wins / 4 losses over 20 items" in a.detail
+    # a round whose own drop_abs tolerates the drop from the base (round 1) passes it
+    loose = decide(cand, promoted, th.model_copy(update={"drop_abs": {"single_turn": 0.6}}),
+                   target="multi_turn", anchor=base)
+    assert rules(loose, "anchor")[0].passed
+    # no base evaluation to hold it to: refused, with what to do
+    (missing,) = rules(decide(cand, promoted, th, target="multi_turn"), "anchor")
+    assert not missing.passed and "gate.anchored" in missing.detail
+    with pytest.raises(ValueError, match="anchored"):
+        GateSettings(anchored=["no_such_canary"])
