@@ -157,16 +157,13 @@ def anchor_rules(cand: dict, base: dict, thresholds: GateSettings) -> list[Rule]
     rules = []
     for name in thresholds.anchored:
         primary = cand.get(name, {}).get("primary", "")
-        common = sorted(set(cand.get(name, {}).get("items", {}))
-                        & set(base.get(name, {}).get("items", {})))
-        if not common:
+        p = paired_common(cand.get(name, {}), base.get(name, {}), primary)
+        if p is None:
             rules.append(Rule("anchor", False, f"{name}: no base-model evaluation to hold it "
                               "to (evals/base of this run): run the round in a run directory "
                               "that evaluated the base, or drop it from gate.anchored",
                               canary=name, metric=primary))
             continue
-        p = paired({i: cand[name]["items"][i][primary] for i in common},
-                   {i: base[name]["items"][i][primary] for i in common})
         tol = max(thresholds.drop_se * p.se, thresholds.tolerance_abs(name))
         rules.append(Rule("anchor", p.delta >= -tol,
                           f"{name}.{primary} vs the base model: {p.baseline:.3f} -> "
@@ -175,3 +172,13 @@ def anchor_rules(cand: dict, base: dict, thresholds: GateSettings) -> list[Rule]
                           f"{thresholds.tolerance_abs(name):.3f}); {p.wins} wins / {p.losses} "
                           f"losses over {p.n} items", canary=name, metric=primary))
     return rules
+
+
+def paired_common(cand: dict, base: dict, metric: str) -> Paired | None:
+    """`metric` of two evaluations of one suite, paired over the items both hold (suites
+    are prefix-stable, so these are the smaller suite's); None when they share none."""
+    common = sorted(set(cand.get("items", {})) & set(base.get("items", {})))
+    if not common:
+        return None
+    return paired({i: cand["items"][i][metric] for i in common},
+                  {i: base["items"][i][metric] for i in common})

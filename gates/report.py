@@ -13,8 +13,8 @@ from pathlib import Path
 
 from data.jsonl import write_text_atomic
 
-from .promote import Decision
-from .stats import drop_mde, keep_mde, paired
+from .promote import Decision, paired_common
+from .stats import drop_mde, keep_mde
 
 ROUND_DIR = re.compile(r"round-(\d+)")
 
@@ -264,11 +264,9 @@ def final_vs_base(run_dir: str | Path, se_mult: float = 2.0) -> list[dict]:
     for name in sorted(set(base) & set(final)):
         b, f = base[name], final[name]
         metric = f.get("primary", b.get("primary"))
-        common = sorted(set(b.get("items", {})) & set(f.get("items", {})))
-        if not common:
+        c = paired_common(f, b, metric)
+        if c is None:
             continue
-        c = paired({i: f["items"][i][metric] for i in common},
-                   {i: b["items"][i][metric] for i in common})
         out.append({"canary": name, "metric": metric, "n": c.n, "base": c.baseline,
                     "final": c.candidate, "delta": c.delta, "se": c.se, "wins": c.wins,
                     "losses": c.losses, "within": c.delta >= -se_mult * c.se})
