@@ -12,17 +12,17 @@ from typing import Iterable
 
 from .chatformat import Call, format_call
 from .environment import BACKUP, DomainEnvironment, filler
-from .envs import BUILTIN, DOMAINS, resolve
+from .envs import BUILTIN, DOMAINS, SHIPPED, resolve
 from .envs.base import Example, stable_int, tool
 from .trajectory import GoldCall, Task
 
 KINDS = ("single", "parallel", "chained", "irrelevance", "recovery", "long_context", "reasoning",
-         "mismatch")
+         "mismatch", "many_tools")
 # the built-in canaries, each named once here, and the generator kinds their items come from
 CANARY_KINDS: dict[str, tuple[str, ...]] = {
     "reasoning": ("reasoning",), "recovery": ("recovery",),
     "single_turn": ("single", "parallel"), "multi_turn": ("chained",),
-    "irrelevance": ("irrelevance",)}
+    "irrelevance": ("irrelevance",), "many_tools": ("many_tools",)}
 SYSTEM = ("You are a helpful assistant with access to tools. Think briefly inside <think></think>, "
           "call tools when they help, read their results, and finish with a short final answer.")
 
@@ -38,6 +38,17 @@ IRRELEVANT_ANSWERS = {
     "Suggest": "How about \"Blue Harbor\" for your {x}?",
     "In": "{X} is a basic idea that explains how something in the world works.",
 }
+
+
+# How many tools a task offers at most (a round's `offered_tools`): the tools its solution needs,
+# then near misses of its own domain and distractors of other domains up to a count drawn in
+# [needed, OFFERED]. Users offer many tools at once; a task that offers only what fits teaches
+# "an unfamiliar tool in the list means no call".
+OFFERED = 6
+SOLO = 0.25               # share of offers holding only what the solution needs (one tool for
+                          # a single call, as in BFCL's simple items), for call and no-call alike
+MANY_TOOLS = (6, 12)      # the many_tools canary's range: several domains' tools at once
+MANY_TOOLS_NONE = 3       # every third many_tools item offers no fitting tool
 
 
 # kinds whose tasks come from one domain: `kind@domain` pins them to that domain
@@ -90,8 +101,7 @@ def _oracle(task: Task, turns: list[list[tuple[str, dict]]], plan: str, final: s
 NEEDS: dict[str, tuple[str, ...]] = {
     "single": ("single",), "parallel": ("parallel",), "chained": ("chained",),
     "recovery": ("single",), "long_context": ("single", "chained"), "irrelevance": (),
-    "reasoning": (), "mismatch": ("single",)}
-MISMATCH_ONE_TOOL = 0.5  # share of mismatch tasks offering a single tool, as BFCL's items do
+    "reasoning": (), "mismatch": ("single",), "many_tools": ("single",)}
 
 
 def supports(domain: str, kind: str) -> bool:
@@ -110,6 +120,57 @@ def offered(dname: str, ex: Example) -> list[dict]:
     return list(ex.tools) if ex.tools is not None else list(DOMAINS[dname].tools)
 
 
+def _distractor_pool(exclude: set[str]) -> dict[str, list[dict]]:
+    """Shipped domains other than `exclude`, name -> tools that may stand beside another
+    domain's request without serving it (the synthetic family's unit converters could convert
+    currency or units, so they never do)."""
+    out = {n: list(d.tools) for n, d in SHIPPED.items() if n not in exclude}
+    if "synthetic" in out:
+        out["synthetic"] = [t for t in out["synthetic"]
+                            if "convert" not in t["function"]["name"].lower()]
+    return out
+
+
+def mix(rng: random.Random, needed: list[dict], near: list[dict], size: int,
+        exclude: set[str], least: int = 0) -> list[dict]:
+    """A shuffled offered tool set: `needed`, some of the same-domain `near` misses, and tools
+    of other shipped domains (not in `exclude`) up to a count drawn in [max(len(kept), least),
+    size]; for a SOLO share of offers (when `least` <= 1) only `needed`, or one stranger when
+    nothing is needed, so the count says nothing of whether to call. Names never repeat, so a
+    call always dispatches to the tool the model read."""
+    tools = list(needed)
+    names = {t["function"]["name"] for t in tools}
+    near = [t for t in near if t["function"]["name"] not in names]
+    if least <= 1 and rng.random() < SOLO:
+        near, size, least = [], max(len(tools), 1), 1
+    keep = near if rng.random() < 0.5 else rng.sample(near, rng.randint(0, len(near)))
+    tools += keep
+    names |= {t["function"]["name"] for t in keep}
+    low = max(len(tools), least)
+    want = rng.randint(low, max(low, size))
+    pool = _distractor_pool(exclude)
+    sources = sorted(pool)
+    for _ in range(8 * max(0, want - len(tools))):
+        if len(tools) >= want or not sources:
+            break
+        t = rng.choice(pool[rng.choice(sources)])
+        if t["function"]["name"] not in names:
+            tools.append(t)
+            names.add(t["function"]["name"])
+    rng.shuffle(tools)
+    return tools
+
+
+def _mixed(rng: random.Random, dname: str, ex: Example, size: int,
+           extra: list[dict] = ()) -> list[dict]:
+    """The offered tools of a call task from `dname`: what its steps call (plus `extra`, such
+    as a backup endpoint), the rest of its own offer as near misses, other domains' tools."""
+    own = offered(dname, ex) + list(extra)
+    used = {n for turn in ex.steps for n, _ in turn} | {t["function"]["name"] for t in extra}
+    needed = [t for t in own if t["function"]["name"] in used]
+    return mix(rng, needed, [t for t in own if t not in needed], size, {dname})
+
+
 def _domain_example(kind: str, rng: random.Random, domains: list[str]) -> tuple[str, Example]:
     able = makers_for(kind, domains)
     if not able:
@@ -126,7 +187,7 @@ def _task(id_, domain, kind, seed, ex: Example, tools, **kw) -> Task:
                 min_calls=sum(len(t) for t in ex.steps), max_turns=len(ex.steps) + 3, **kw)
 
 
-def _recovery(id_, seed, rng, domains) -> Task:
+def _recovery(id_, seed, rng, domains, size: int = OFFERED) -> Task:
     for _ in range(50):  # find a domain example that supports an alias fault, or use a transient
         dname, ex = _domain_example("single", rng, domains)
         if ex.fault_arg and rng.random() < 0.5:
@@ -135,7 +196,7 @@ def _recovery(id_, seed, rng, domains) -> Task:
             prompt = ex.prompt.replace(good, bad, 1)
             ex2 = Example(prompt, ex.answer, [[(tname, bad_args)], ex.steps[0]], ex.final,
                           ex.plan, tools=ex.tools)
-            task = _task(id_, dname, "recovery", seed, ex2, offered(dname, ex),
+            task = _task(id_, dname, "recovery", seed, ex2, _mixed(rng, dname, ex2, size),
                          faults={"mode": "alias", "tool": tname, "arg": arg, "bad": bad,
                                  "good": good})
             task.gold_calls = [GoldCall(name=tname, arguments=ex.steps[0][0][1])]
@@ -149,46 +210,35 @@ def _recovery(id_, seed, rng, domains) -> Task:
             backup["function"]["description"] = f"Backup endpoint of {tname}: same arguments."
             ex2 = Example(ex.prompt, ex.answer, [[(tname, args)], [(tname + BACKUP, args)]],
                           ex.final, ex.plan, tools=ex.tools)
-            task = _task(id_, dname, "recovery", seed, ex2, offered(dname, ex) + [backup],
+            task = _task(id_, dname, "recovery", seed, ex2,
+                         _mixed(rng, dname, ex, size, extra=[backup]),
                          faults={"mode": mode, "tool": tname})
             task.min_calls = 1
             return task, ex2
     raise RuntimeError("no recovery example found")  # unreachable with the built-in domains
 
 
-def _irrelevance(id_, seed, rng, domains) -> Task:
-    """A domain's own irrelevance maker when it has one, else a generic off-topic prompt
-    (drawn first either way, so built-in tasks stay as they were)."""
+def _irrelevance(id_, seed, rng, domains, size: int = OFFERED) -> Task:
+    """A domain's own irrelevance maker when it has one (its offer: near misses by design,
+    then other domains' tools), else a generic off-topic prompt offered a mix of tools."""
     template, subjects = rng.choice(IRRELEVANT)
     x = rng.choice(subjects)
     dname = rng.choice(domains)
     own = DOMAINS[dname].makers.get("irrelevance")
     if own is not None:
         ex = own(rng)
-        return _task(id_, dname, "irrelevance", seed, ex, offered(dname, ex)), ex
+        return _task(id_, dname, "irrelevance", seed, ex,
+                     mix(rng, offered(dname, ex), [], size, {dname})), ex
     final = IRRELEVANT_ANSWERS[template.split()[0]].format(x=x, X=x[0].upper() + x[1:])
     ex = Example(template.format(x=x), None, [], final,
                  "None of the tools fits this request; I answer directly.")
-    return _task(id_, dname, "irrelevance", seed, ex, DOMAINS[dname].tools), ex
+    return _task(id_, dname, "irrelevance", seed, ex,
+                 mix(rng, [], list(DOMAINS[dname].tools), size, set(), least=1)), ex
 
 
-def _mismatch(id_, seed, rng, domains) -> Task:
-    """A task-shaped request offered the wrong tools: one domain's single-call request with
-    another domain's tools (all its offered ones, or one, as in BFCL's irrelevance items).
-    No call is right. Off-topic chat alone teaches "no tool for small talk"; this teaches
-    that the tools' names and descriptions, not the request's shape, decide whether to call.
-    The task belongs to the tools' domain (a call that is made runs there). Task kind
-    `irrelevance`: it is verified and counted as one."""
-    able = makers_for("single", domains)
-    if len(able) < 2:
-        raise ValueError(f"mismatch tasks need two domains that make single tasks; got {able}")
-    asked = rng.choice(able)
-    dname = rng.choice([d for d in able if d != asked])
-    want, other = DOMAINS[asked].makers["single"](rng), DOMAINS[dname].makers["single"](rng)
-    tools = offered(dname, other)
-    if rng.random() < MISMATCH_ONE_TOOL:
-        first = other.steps[0][0][0]
-        tools = [t for t in tools if t["function"]["name"] == first][:1] or tools[:1]
+def _no_fit(want: Example, tools: list[dict], dname: str, id_, seed) -> tuple[Task, Example]:
+    """A no-call task: `want`'s request offered `tools`, none of which serves it; the task
+    belongs to `dname` (a call that is made runs there)."""
     names = [t["function"]["name"] for t in tools]
     listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
     ex = Example(want.prompt, None, [],
@@ -198,6 +248,41 @@ def _mismatch(id_, seed, rng, domains) -> Task:
                  "The request needs a tool the offered ones do not provide; I answer without "
                  "calling.", tools=tools)
     return _task(id_, dname, "irrelevance", seed, ex, tools), ex
+
+
+def _mismatch(id_, seed, rng, domains, size: int = OFFERED) -> Task:
+    """A task-shaped request offered the wrong tools: one domain's single-call request with a
+    mix of other domains' tools drawn like a call task's offer (one tool for a SOLO share, as
+    in BFCL's irrelevance items). No call is right. Since call tasks offer unrelated tools too, only the
+    tools' names and descriptions tell the two apart, never the presence of a stranger. Task
+    kind `irrelevance`: it is verified and counted as one."""
+    able = makers_for("single", domains)
+    if len(able) < 2:
+        raise ValueError(f"mismatch tasks need two domains that make single tasks; got {able}")
+    asked = rng.choice(able)
+    dname = rng.choice([d for d in able if d != asked])
+    want, other = DOMAINS[asked].makers["single"](rng), DOMAINS[dname].makers["single"](rng)
+    mine = {t["function"]["name"] for t in DOMAINS[asked].tools}
+    tools = [t for t in _mixed(rng, dname, other, size) if t["function"]["name"] not in mine]
+    tools = tools or mix(rng, [], [], size, {asked}, least=1)
+    return _no_fit(want, tools, dname, id_, seed)
+
+
+def _many_tools(id_, seed, rng, domains, index: int) -> Task:
+    """The many_tools canary: a single-call request offered several domains' tools
+    (MANY_TOOLS), exactly one of which serves it, or, for every MANY_TOOLS_NONE-th item, the
+    same kind of mix with no tool of the request's domain (no call is right)."""
+    lo, hi = MANY_TOOLS
+    size = rng.randint(lo, hi)
+    dname, ex = _domain_example("single", rng, domains)
+    if index % MANY_TOOLS_NONE == MANY_TOOLS_NONE - 1:
+        return _no_fit(ex, mix(rng, [], [], size, {dname}, least=lo), dname, id_,
+                       seed)
+    own = offered(dname, ex)
+    used = {n for turn in ex.steps for n, _ in turn}
+    needed = [t for t in own if t["function"]["name"] in used]
+    tools = mix(rng, needed, [], size, {dname}, least=lo)
+    return _task(id_, dname, "single", seed, ex, tools), ex
 
 
 def _reasoning(id_, seed, rng) -> Task:
@@ -254,9 +339,10 @@ def _long_context(id_, seed, rng, domains, context_tokens: int) -> Task:
 
 
 def make(kind: str, index: int, split: str = "train", namespace: str = "default",
-         domains: Iterable[str] | None = None, context_tokens: int = 2000) -> Task:
+         domains: Iterable[str] | None = None, context_tokens: int = 2000,
+         offered_tools: int = OFFERED) -> Task:
     """Build task `index` of `kind` (or `kind@domain`), with its oracle demonstration
-    attached."""
+    attached; it offers at most `offered_tools` tools (long-context tasks: by length)."""
     spec = kind
     kind, pinned = parse_kind(spec)
     if pinned:
@@ -269,13 +355,15 @@ def make(kind: str, index: int, split: str = "train", namespace: str = "default"
     id_ = f"{split}-{namespace}-{spec}-{index}"
     if kind in ("single", "parallel", "chained"):
         dname, ex = _domain_example(kind, rng, domains)
-        task = _task(id_, dname, kind, seed, ex, offered(dname, ex))
+        task = _task(id_, dname, kind, seed, ex, _mixed(rng, dname, ex, offered_tools))
     elif kind == "recovery":
-        task, ex = _recovery(id_, seed, rng, domains)
+        task, ex = _recovery(id_, seed, rng, domains, offered_tools)
     elif kind == "irrelevance":
-        task, ex = _irrelevance(id_, seed, rng, domains)
+        task, ex = _irrelevance(id_, seed, rng, domains, offered_tools)
     elif kind == "mismatch":
-        task, ex = _mismatch(id_, seed, rng, domains)
+        task, ex = _mismatch(id_, seed, rng, domains, offered_tools)
+    elif kind == "many_tools":
+        task, ex = _many_tools(id_, seed, rng, domains, index)
     elif kind == "reasoning":
         task, ex = _reasoning(id_, seed, rng)
     else:
@@ -304,9 +392,9 @@ def domain_cycle(kind: str, index: int, domains: Iterable[str] | None = None) ->
 
 def generate(kinds: dict[str, int], split: str = "train", namespace: str = "default",
              domains: Iterable[str] | None = None, context_tokens: int = 2000,
-             start: int = 0) -> list[Task]:
+             start: int = 0, offered_tools: int = OFFERED) -> list[Task]:
     """Tasks for a mix such as {"single": 10, "chained": 5}."""
-    return [make(k, start + i, split, namespace, domains, context_tokens)
+    return [make(k, start + i, split, namespace, domains, context_tokens, offered_tools)
             for k, n in kinds.items() for i in range(n)]
 
 
@@ -316,8 +404,8 @@ def validate_domain(name: str, per_kind: int = 3) -> list[str]:
     and the kind."""
     from .verify import verify
     bad, own = [], DOMAINS[name].makers
-    kinds = (k for k in KINDS if k != "mismatch" and ((NEEDS[k] and supports(name, k))
-                                                      or k in own))  # mismatch: two domains
+    kinds = (k for k in KINDS if k not in ("mismatch", "many_tools")  # other domains' tools
+             and ((NEEDS[k] and supports(name, k)) or k in own))
     for kind in kinds:
         for i in range(per_kind):
             try:

@@ -28,6 +28,9 @@ METRICS: dict[str, tuple[str, ...]] = {
     "single_turn": ("exact", "args", "name", "has_call"),
     "multi_turn": ("success", "pass@k"),
     "irrelevance": ("no_call",),
+    # right calls and right abstentions apart: `calls` over items with a fitting tool,
+    # `abstentions` over items without one; `correct` over all of them
+    "many_tools": ("correct", "calls", "abstentions"),
     "bfcl": ("exact", "args", "name", "has_call"),
 }
 

@@ -104,6 +104,12 @@ def score_item(suite: Suite, task: Task, trajs: list[Trajectory]) -> dict[str, f
         return {suite.primary: sum(ok) / k, "pass@k": max(ok)}
     if suite.scorer == "irrelevance":
         return {"no_call": sum(_no_call(task, t) for t in trajs) / k}
+    if suite.scorer == "many_tools":  # one side of the choice per item
+        if task.gold_calls:
+            v = sum(first_call_metrics(task, t.messages)["exact"] for t in trajs) / k
+            return {"correct": v, "calls": v}
+        v = sum(_no_call(task, t) for t in trajs) / k
+        return {"correct": v, "abstentions": v}
     if suite.scorer == "single_turn":
         rows = [first_call_metrics(task, t.messages) for t in trajs]
     elif suite.scorer == "bfcl":
@@ -126,8 +132,10 @@ def score_suite(suite: Suite, trajectories: list[Trajectory], k: int) -> dict:
         items[task.id] = score_item(suite, task, trajs)
         finish.update(t.finish for t in trajs)
         tokens += sum(t.completion_tokens for t in trajs)
-    n = len(items)
-    metrics = {m: (sum(v[m] for v in items.values()) / n if n else 0.0) for m in suite.metrics}
+    metrics = {}
+    for m in suite.metrics:  # over the items that carry the metric (many_tools: one side each)
+        vals = [v[m] for v in items.values() if m in v]
+        metrics[m] = sum(vals) / len(vals) if vals else 0.0
     return {**suite.describe(), "metrics": metrics, "items": items, "finish": dict(finish),
             "completion_tokens": tokens}
 

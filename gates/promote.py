@@ -8,9 +8,12 @@ numbers whether it passed or not:
                  (and by more than zero, so a tie never promotes unless `allow_tie`, which
                  only a relaxed gate may set);
   no-drop        no canary's primary metric fell by more than max(drop_se x SE, drop_abs);
+                 waived on abstention canaries (irrelevance) when the baseline never calls a
+                 tool: a score earned by never calling is no bar (their floors still hold);
   floor          a canary's primary metric stays at or above its absolute floor;
   anchor         an `anchored` canary's primary metric is not below the base model's by
-                 more than the no-drop tolerance, paired over the items both evaluated.
+                 more than the no-drop tolerance, paired over the items both evaluated
+                 (opt-in; its detail warns when the base never calls a tool).
 The thresholds are the run config's `GateSettings` as they are (defined and checked there).
 `force` promotes anyway; the decision then says so and the report shows it. No I/O here.
 """
@@ -65,6 +68,23 @@ def split_target(target: str, suites: dict) -> tuple[str, str]:
     return canary, metric
 
 
+def abstention_canary(name: str, suite: dict) -> bool:
+    """A canary whose right answer is no call (built-in or BFCL irrelevance)."""
+    return suite.get("scorer") == "irrelevance" or name.endswith("irrelevance")
+
+
+NEVER_CALLS = 0.05  # a call on at most this share of call-side items: "never calls"
+
+
+def never_calls(suites: dict) -> bool:
+    """Whether a model (almost) never calls a tool where one fits: `has_call` at most
+    NEVER_CALLS on every call-side canary it was evaluated on (single_turn, BFCL files);
+    False when none carries the metric."""
+    seen = [s["metrics"]["has_call"] for s in suites.values()
+            if "has_call" in s.get("metrics", {})]
+    return bool(seen) and max(seen) <= NEVER_CALLS
+
+
 def _fmt(x: float) -> str:
     return f"{x:+.3f}"
 
@@ -96,8 +116,9 @@ def decide(candidate: dict, baseline: dict, thresholds: GateSettings, target: st
                           f"hash {str(hb)[:12]}", canary=name))
         items_c, items_b = cand[name].get("items", {}), base[name].get("items", {})
         metrics = [m for m in cand[name].get("metrics", {}) if m in base[name].get("metrics", {})]
-        comparisons[name] = {
-            m: paired({i: v[m] for i, v in items_c.items()}, {i: v[m] for i, v in items_b.items()})
+        comparisons[name] = {  # a metric over the items that carry it (many_tools: one side)
+            m: paired({i: v[m] for i, v in items_c.items() if m in v},
+                      {i: v[m] for i, v in items_b.items() if m in v})
             for m in metrics}
 
     t_canary, t_metric = split_target(target, cand)
@@ -119,6 +140,7 @@ def decide(candidate: dict, baseline: dict, thresholds: GateSettings, target: st
                           + (f" ({p.note})" if p.note else ""),
                           canary=t_canary, metric=t_metric))
 
+    abstainer = never_calls(base)
     for name in sorted(comparisons):
         primary = cand[name].get("primary", "")
         p = comparisons[name].get(primary)
@@ -127,11 +149,17 @@ def decide(candidate: dict, baseline: dict, thresholds: GateSettings, target: st
                               canary=name, metric=primary))
             continue
         tol = max(thresholds.drop_se * p.se, thresholds.tolerance_abs(name))
-        rules.append(Rule("no-drop", p.delta >= -tol,
-                          f"{name}.{primary}: delta {_fmt(p.delta)}, tolerance -{tol:.3f} = "
-                          f"max({thresholds.drop_se:g} x SE {p.se:.3f}, abs "
-                          f"{thresholds.tolerance_abs(name):.3f})",
-                          canary=name, metric=primary))
+        if abstainer and abstention_canary(name, cand[name]):
+            rules.append(Rule("no-drop", True, f"{name}.{primary}: delta {_fmt(p.delta)}; "
+                              f"waived: the baseline never calls a tool (has_call <= {NEVER_CALLS}), so its "
+                              "abstention score is no bar (floors still apply)",
+                              canary=name, metric=primary))
+        else:
+            rules.append(Rule("no-drop", p.delta >= -tol,
+                              f"{name}.{primary}: delta {_fmt(p.delta)}, tolerance -{tol:.3f} "
+                              f"= max({thresholds.drop_se:g} x SE {p.se:.3f}, abs "
+                              f"{thresholds.tolerance_abs(name):.3f})",
+                              canary=name, metric=primary))
         if name in thresholds.floors:
             floor = float(thresholds.floors[name])
             rules.append(Rule("floor", p.candidate >= floor,
@@ -155,6 +183,8 @@ def anchor_rules(cand: dict, base: dict, thresholds: GateSettings) -> list[Rule]
     tolerance max(drop_se x SE, drop_abs). The previous promoted model's no-drop rule alone
     lets drops within noise accumulate round after round."""
     rules = []
+    warn = ("; warning: the base model never calls a tool, so this score comes from "
+            "abstention" if never_calls(base) else "")
     for name in thresholds.anchored:
         primary = cand.get(name, {}).get("primary", "")
         p = paired_common(cand.get(name, {}), base.get(name, {}), primary)
@@ -170,7 +200,7 @@ def anchor_rules(cand: dict, base: dict, thresholds: GateSettings) -> list[Rule]
                           f"{p.candidate:.3f}, delta {_fmt(p.delta)}, tolerance -{tol:.3f} = "
                           f"max({thresholds.drop_se:g} x SE {p.se:.3f}, abs "
                           f"{thresholds.tolerance_abs(name):.3f}); {p.wins} wins / {p.losses} "
-                          f"losses over {p.n} items", canary=name, metric=primary))
+                          f"losses over {p.n} items{warn}", canary=name, metric=primary))
     return rules
 
 

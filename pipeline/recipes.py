@@ -24,7 +24,7 @@ from data.bfcl import CATEGORIES as BFCL_CATEGORIES
 from data.jsonl import DataError
 from data.loaders import HUB
 from data.taskfile import load_task_files
-from data.tasks import CANARY_KINDS, makers_for, parse_kind, validate_domain
+from data.tasks import CANARY_KINDS, OFFERED, makers_for, parse_kind, validate_domain
 from data.trajectory import Kind
 from pipeline.training.settings import GRPOSettings, SFTSettings
 
@@ -98,6 +98,10 @@ class RoundSettings(Strict):
     domains: list[str] | None = Field(None, description="tool domains: built-in names or dotted "
                                                         "paths pkg.module:DOMAIN (default: all "
                                                         "built-in)")
+    offered_tools: int = Field(OFFERED, ge=1, le=24,
+                               description="tools a task offers at most: the ones its solution "
+                                           "needs, near misses and other domains' tools, a "
+                                           "count drawn per task (long-context tasks: by length)")
     target: str = Field("multi_turn", description="canary that must improve for promotion: "
                                                   "a built-in canary or bfcl_<category> of a "
                                                   "category in canaries.bfcl")

@@ -102,7 +102,8 @@ def _generate_tasks(ctx: RoundContext, namespace: str | None, kinds: dict[str, i
             while len(got) < want and i < want * 20 + 50:
                 t = taskgen.make(kind, i, split="train", namespace=f"{ns}-b{b}",
                                  domains=taskgen.domain_cycle(kind, i, s.domains),
-                                 context_tokens=tokens or 2000)
+                                 context_tokens=tokens or 2000,
+                                 offered_tools=s.offered_tools)
                 i += 1
                 hit = ctx.decontaminator.hit(t.prompt)
                 if hit:

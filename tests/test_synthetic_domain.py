@@ -120,13 +120,16 @@ def test_every_kind_oracle_verifies_through_the_environment(kind):
 
 def test_irrelevance_expects_no_call_and_offers_no_tool_that_answers():
     fam = build_family(0, 300)
+    names_of_family = {s.name for s in fam.specs}
     prompts = set()
     for i in range(40):
         task = taskgen.make("irrelevance", i, domains=["synthetic"])
         prompts.add(task.prompt)
         assert task.answer is None and task.gold_calls == [] and task.min_calls == 0
         assert "<tool_call>" not in task.oracle[0]["content"] and len(task.oracle) == 1
-        for t in task.tools:
+        for t in task.tools:  # the family's own offer; other domains' tools stand beside it
+            if t["function"]["name"] not in names_of_family:
+                continue
             spec = fam.spec(t["function"]["name"])
             if spec.attr:  # never the getter, count or total of the asked attribute
                 assert f"the {spec.attr} of the {spec.resource.noun} " not in task.prompt
@@ -147,11 +150,14 @@ def test_a_task_declares_a_small_subset_and_a_short_system_prompt(tokenizer):
         for i in range(20):
             task = taskgen.make(kind, i, domains=["synthetic"])
             declared = [t["function"]["name"] for t in task.tools]
-            assert 2 <= len(declared) <= 5, (kind, declared)
-            assert {n.removesuffix(BACKUP) for n in declared} <= names
+            # what the solution calls, near misses of the family, other domains' tools
+            assert 1 <= len(declared) <= max(taskgen.OFFERED, 4) + 1, (kind, declared)
+            assert {g.name for g in task.gold_calls} <= names
+            shipped = names | {n for d in SHIPPED.values() for n in d.tool_names()}
+            assert {n.removesuffix(BACKUP) for n in declared} <= shipped
             system = render([{"role": "system", "content": task.system}], task.tools)
             longest = max(longest, len(tokenizer(system)["input_ids"]))
-    assert longest < 900  # the six built-in domains: 337-419 tokens for their 2-3 tools
+    assert longest < 1100  # up to OFFERED tools of several domains (one built-in: 337-419)
 
 
 def test_validate_domain_passes_and_kind_at_domain_pins_it():
