@@ -14,15 +14,9 @@ from .chatformat import Call, format_call
 from .environment import BACKUP, DomainEnvironment, filler
 from .envs import BUILTIN, DOMAINS, SHIPPED, resolve
 from .envs.base import Example, stable_int, tool
+from .kinds import KINDS, Draw, TaskKind, canary_kinds, register
+from .kinds import get as get_kind
 from .trajectory import GoldCall, Task
-
-KINDS = ("single", "parallel", "chained", "irrelevance", "recovery", "long_context", "reasoning",
-         "mismatch", "many_tools")
-# the built-in canaries, each named once here, and the generator kinds their items come from
-CANARY_KINDS: dict[str, tuple[str, ...]] = {
-    "reasoning": ("reasoning",), "recovery": ("recovery",),
-    "single_turn": ("single", "parallel"), "multi_turn": ("chained",),
-    "irrelevance": ("irrelevance",), "many_tools": ("many_tools",)}
 SYSTEM = ("You are a helpful assistant with access to tools. Think briefly inside <think></think>, "
           "call tools when they help, read their results, and finish with a short final answer.")
 
@@ -51,20 +45,17 @@ MANY_TOOLS = (6, 12)      # the many_tools canary's range: several domains' tool
 MANY_TOOLS_NONE = 3       # every third many_tools item offers no fitting tool
 
 
-# kinds whose tasks come from one domain: `kind@domain` pins them to that domain
-PINNABLE = ("single", "parallel", "chained", "recovery", "irrelevance")
-
-
 def parse_kind(spec: str) -> tuple[str, str | None]:
     """`kind`, or `kind@domain`: tasks of that kind drawn from that one domain only (a
     round's `tasks: {irrelevance@synthetic: 24}`). Raises ValueError naming the choices."""
     kind, at, domain = spec.partition("@")
+    pinnable = [k.name for k in KINDS.values() if k.pinnable]
     if kind not in KINDS:
         raise ValueError(f"unknown task kind {kind!r}; choose from {', '.join(KINDS)} "
-                         f"(or kind@domain for {', '.join(PINNABLE)})")
-    if at and (not domain or kind not in PINNABLE):
+                         f"(or kind@domain for {', '.join(pinnable)})")
+    if at and (not domain or kind not in pinnable):
         raise ValueError(f"{spec!r}: kind@domain needs a domain name and one of "
-                         f"{', '.join(PINNABLE)}")
+                         f"{', '.join(pinnable)}")
     return kind, domain or None
 
 
@@ -97,16 +88,9 @@ def _oracle(task: Task, turns: list[list[tuple[str, dict]]], plan: str, final: s
     return out
 
 
-# kind -> the domain makers that can build it (any one of them); () = every domain can
-NEEDS: dict[str, tuple[str, ...]] = {
-    "single": ("single",), "parallel": ("parallel",), "chained": ("chained",),
-    "recovery": ("single",), "long_context": ("single", "chained"), "irrelevance": (),
-    "reasoning": (), "mismatch": ("single",), "many_tools": ("single",)}
-
-
 def supports(domain: str, kind: str) -> bool:
     """Whether `domain` can make tasks of `kind`."""
-    need = NEEDS[kind]
+    need = get_kind(kind).needs
     return not need or any(k in DOMAINS[domain].makers for k in need)
 
 
@@ -187,7 +171,28 @@ def _task(id_, domain, kind, seed, ex: Example, tools, **kw) -> Task:
                 min_calls=sum(len(t) for t in ex.steps), max_turns=len(ex.steps) + 3, **kw)
 
 
-def _recovery(id_, seed, rng, domains, size: int = OFFERED) -> Task:
+def task_from(d: Draw, domain: str, category: str, ex: Example,
+              tools: list[dict] | None = None) -> tuple[Task, Example]:
+    """For a user kind's builder: the task of `ex` (an example of `domain`) recorded under
+    `category` (a task category such as "chained"), offering `tools` (default: a mix like the
+    built-in call tasks'). `make` attaches the oracle."""
+    if tools is None:
+        tools = _mixed(d.rng, domain, ex, d.offered_tools)
+    return _task(d.id, domain, category, d.seed, ex, tools), ex
+
+
+def _calls(kind: str):
+    """The builder of a kind whose tasks are one domain's example of that kind."""
+    def build(d: Draw) -> tuple[Task, Example]:
+        dname, ex = _domain_example(kind, d.rng, d.domains)
+        return _task(d.id, dname, kind, d.seed, ex, _mixed(d.rng, dname, ex, d.offered_tools)), ex
+    return build
+
+
+def _recovery(d: Draw) -> tuple[Task, Example]:
+    """A single call that fails first (an alias the domain rejects, or a transient fault with
+    a backup endpoint) and succeeds on the retry the error points to."""
+    id_, seed, rng, domains, size = d.id, d.seed, d.rng, d.domains, d.offered_tools
     for _ in range(50):  # find a domain example that supports an alias fault, or use a transient
         dname, ex = _domain_example("single", rng, domains)
         if ex.fault_arg and rng.random() < 0.5:
@@ -218,9 +223,10 @@ def _recovery(id_, seed, rng, domains, size: int = OFFERED) -> Task:
     raise RuntimeError("no recovery example found")  # unreachable with the built-in domains
 
 
-def _irrelevance(id_, seed, rng, domains, size: int = OFFERED) -> Task:
+def _irrelevance(d: Draw) -> tuple[Task, Example]:
     """A domain's own irrelevance maker when it has one (its offer: near misses by design,
     then other domains' tools), else a generic off-topic prompt offered a mix of tools."""
+    id_, seed, rng, domains, size = d.id, d.seed, d.rng, d.domains, d.offered_tools
     template, subjects = rng.choice(IRRELEVANT)
     x = rng.choice(subjects)
     dname = rng.choice(domains)
@@ -250,12 +256,13 @@ def _no_fit(want: Example, tools: list[dict], dname: str, id_, seed) -> tuple[Ta
     return _task(id_, dname, "irrelevance", seed, ex, tools), ex
 
 
-def _mismatch(id_, seed, rng, domains, size: int = OFFERED) -> Task:
+def _mismatch(d: Draw) -> tuple[Task, Example]:
     """A task-shaped request offered the wrong tools: one domain's single-call request with a
     mix of other domains' tools drawn like a call task's offer (one tool for a SOLO share, as
     in BFCL's irrelevance items). No call is right. Since call tasks offer unrelated tools too, only the
     tools' names and descriptions tell the two apart, never the presence of a stranger. Task
     kind `irrelevance`: it is verified and counted as one."""
+    id_, seed, rng, domains, size = d.id, d.seed, d.rng, d.domains, d.offered_tools
     able = makers_for("single", domains)
     if len(able) < 2:
         raise ValueError(f"mismatch tasks need two domains that make single tasks; got {able}")
@@ -268,10 +275,11 @@ def _mismatch(id_, seed, rng, domains, size: int = OFFERED) -> Task:
     return _no_fit(want, tools, dname, id_, seed)
 
 
-def _many_tools(id_, seed, rng, domains, index: int) -> Task:
+def _many_tools(d: Draw) -> tuple[Task, Example]:
     """The many_tools canary: a single-call request offered several domains' tools
     (MANY_TOOLS), exactly one of which serves it, or, for every MANY_TOOLS_NONE-th item, the
     same kind of mix with no tool of the request's domain (no call is right)."""
+    id_, seed, rng, domains, index = d.id, d.seed, d.rng, d.domains, d.index
     lo, hi = MANY_TOOLS
     size = rng.randint(lo, hi)
     dname, ex = _domain_example("single", rng, domains)
@@ -285,7 +293,9 @@ def _many_tools(id_, seed, rng, domains, index: int) -> Task:
     return _task(id_, dname, "single", seed, ex, tools), ex
 
 
-def _reasoning(id_, seed, rng) -> Task:
+def _reasoning(d: Draw) -> tuple[Task, Example]:
+    """Grade-school arithmetic with no tools: the reasoning the tool rounds must not erode."""
+    id_, seed, rng = d.id, d.seed, d.rng
     a, b, c = rng.randint(2, 9), rng.randint(3, 12), rng.randint(20, 99)
     item, person = rng.choice(["pencils", "apples", "tickets", "stamps"]), rng.choice(
         ["Tom", "Mia", "Ravi", "Lena"])
@@ -320,7 +330,11 @@ def _distractors(rng: random.Random, keep: list[dict], n: int) -> list[dict]:
     return tools
 
 
-def _long_context(id_, seed, rng, domains, context_tokens: int) -> Task:
+def _long_context(d: Draw) -> tuple[Task, Example]:
+    """A single or chained task inside a long context: distractor tools, earlier turns and
+    long tool outputs, sized by `d.context_tokens`."""
+    id_, seed, rng, domains, context_tokens = (d.id, d.seed, d.rng, d.domains,
+                                               d.context_tokens)
     base_kind = rng.choice([k for k in ("single", "chained") if makers_for(k, domains)]
                            or ["single"])
     dname, ex = _domain_example(base_kind, rng, domains)
@@ -353,26 +367,10 @@ def make(kind: str, index: int, split: str = "train", namespace: str = "default"
     seed = seed_for(split, namespace, spec, index)
     rng = random.Random(seed)
     id_ = f"{split}-{namespace}-{spec}-{index}"
-    if kind in ("single", "parallel", "chained"):
-        dname, ex = _domain_example(kind, rng, domains)
-        task = _task(id_, dname, kind, seed, ex, _mixed(rng, dname, ex, offered_tools))
-    elif kind == "recovery":
-        task, ex = _recovery(id_, seed, rng, domains, offered_tools)
-    elif kind == "irrelevance":
-        task, ex = _irrelevance(id_, seed, rng, domains, offered_tools)
-    elif kind == "mismatch":
-        task, ex = _mismatch(id_, seed, rng, domains, offered_tools)
-    elif kind == "many_tools":
-        task, ex = _many_tools(id_, seed, rng, domains, index)
-    elif kind == "reasoning":
-        task, ex = _reasoning(id_, seed, rng)
-    else:
-        task, ex = _long_context(id_, seed, rng, domains, context_tokens)
+    task, ex = KINDS[kind].build(Draw(id_, seed, rng, domains, index, offered_tools,
+                                      context_tokens))
     task.oracle = _oracle(task, ex.steps, ex.plan, ex.final)
     return task
-
-
-BALANCED_KINDS = ("single", "parallel", "chained", "recovery")
 
 
 def domain_cycle(kind: str, index: int, domains: Iterable[str] | None = None) -> list[str] | None:
@@ -383,7 +381,7 @@ def domain_cycle(kind: str, index: int, domains: Iterable[str] | None = None) ->
     kind, pinned = parse_kind(kind)
     if pinned:
         return [pinned]
-    if kind not in BALANCED_KINDS:
+    if not KINDS[kind].balanced:
         return list(domains) if domains else None
     named = [resolve(d).name for d in domains] if domains else list(BUILTIN)
     names = makers_for(kind, named) or sorted(named)
@@ -404,8 +402,8 @@ def validate_domain(name: str, per_kind: int = 3) -> list[str]:
     and the kind."""
     from .verify import verify
     bad, own = [], DOMAINS[name].makers
-    kinds = (k for k in KINDS if k not in ("mismatch", "many_tools")  # other domains' tools
-             and ((NEEDS[k] and supports(name, k)) or k in own))
+    kinds = (k.name for k in KINDS.values() if k.per_domain
+             and ((k.needs and supports(name, k.name)) or k.name in own))
     for kind in kinds:
         for i in range(per_kind):
             try:
@@ -419,3 +417,31 @@ def validate_domain(name: str, per_kind: int = 3) -> list[str]:
                            f"{v.score} ({'; '.join(v.reasons)})")
                 break
     return bad
+
+
+# The built-in kinds. `balanced`: a round cycles these over
+# its domains; `pinnable`: `kind@domain` draws from that domain only.
+for _kind in (
+        TaskKind("single", _calls("single"), needs=("single",), pinnable=True, balanced=True,
+                 canaries=("single_turn",), doc="one call, then the answer"),
+        TaskKind("parallel", _calls("parallel"), needs=("parallel",), pinnable=True,
+                 balanced=True, canaries=("single_turn",), doc="several calls in one turn"),
+        TaskKind("chained", _calls("chained"), needs=("chained",), pinnable=True,
+                 balanced=True, canaries=("multi_turn",),
+                 doc="calls whose arguments come from earlier results"),
+        TaskKind("irrelevance", _irrelevance, pinnable=True, canaries=("irrelevance",),
+                 doc="no tool fits: answer without a call"),
+        TaskKind("recovery", _recovery, needs=("single",), pinnable=True, balanced=True,
+                 canaries=("recovery",), doc="a tool error, then the retry it points to"),
+        TaskKind("long_context", _long_context, needs=("single", "chained"),
+                 doc="a task inside long tool outputs, histories and distractor tools"),
+        TaskKind("reasoning", _reasoning, canaries=("reasoning",), doc="arithmetic, no tools"),
+        TaskKind("mismatch", _mismatch, needs=("single",), per_domain=False,
+                 doc="a request offered other domains' tools: no call"),
+        TaskKind("many_tools", _many_tools, needs=("single",), per_domain=False,
+                 canaries=("many_tools",),
+                 doc="several domains' tools, one fitting or none")):
+    register(_kind)
+
+# the built-in canaries and the kinds their items come from
+CANARY_KINDS: dict[str, tuple[str, ...]] = canary_kinds()

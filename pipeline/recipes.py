@@ -121,6 +121,9 @@ class RoundSettings(Strict):
             raise ValueError(f"drop_abs: {wrong}: keys must be canaries ({canary_choices()}), "
                              "values in [0, 1]")
         bad = {}
+        for spec in [*(self.domains or []), *(k.partition("@")[2] for k in self.tasks)]:
+            if spec:  # a domain module may register task kinds: import it before they are read
+                envs.resolve(spec)
         for kind in self.tasks:
             try:
                 parse_kind(kind)

@@ -59,6 +59,18 @@ STOCKS = textwrap.dedent('''
                        "Find the shares held, then the price, and multiply.")
 
 
+    from data.kinds import TaskKind, register
+    from data.tasks import task_from
+
+
+    def _price_check(d):  # a kind of the module's own, drawn from its single-call examples
+        ex = single(d.rng)
+        return task_from(d, "stocks", "single", ex)
+
+
+    KIND = TaskKind("price_check", _price_check, needs=("single",), doc="one price lookup")
+
+
     DOMAIN = Domain("stocks", TOOLS, {"get_price": get_price, "holding": holding},
                     {"single": single, "chained": chained})
     BROKEN = Domain("broken", TOOLS, {"get_price": get_price}, {"single": single})
@@ -67,6 +79,29 @@ STOCKS = textwrap.dedent('''
                                                  [[("get_price", {"symbol": "ACME"})]],
                                                  "No idea.", "Look it up.")})
 ''')
+
+
+def test_a_user_module_adds_a_task_kind_a_round_can_name(stocks):
+    """A kind registered by a domain module (no edit of the package) is asked for by name in a
+    round's tasks; its tasks verify like built-in ones."""
+    from data import kinds
+    from data.verify import validate
+    mod = __import__(stocks)
+    kinds.register(mod.KIND)
+    try:
+        cfg = config.load(None, "tiny", [f"rounds.grounding.domains=[{stocks}]",
+                                          "rounds.grounding.tasks={price_check: 3}"])
+        assert cfg.rounds["grounding"].tasks == {"price_check": 3}
+        made = [make("price_check", i, domains=[stocks]) for i in range(3)]
+        assert all(t.domain == "stocks" and "get_price" in {x["function"]["name"]
+                   for x in t.tools} for t in made)
+        assert validate(made) == []
+        with pytest.raises(ValueError, match="registered already"):
+            kinds.register(kinds.TaskKind("price_check", lambda d: None))
+    finally:
+        kinds.KINDS.pop("price_check", None)
+    with pytest.raises(ValueError, match="unknown task kind 'price_check'"):
+        make("price_check", 0, domains=[stocks])
 
 
 @pytest.fixture
