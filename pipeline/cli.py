@@ -207,8 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate a model on the canary suites")
     p.add_argument("model", help="model dir, a run dir (its promoted model), "
                                  "embedded:smollm2-135m or tiny:W")
-    p.add_argument("--suite", help="comma list: reasoning,recovery,single_turn,multi_turn,"
-                                   "irrelevance, or bfcl_<category> of canaries.bfcl")
+    p.add_argument("--suite", help="comma list of built-in canaries (reasoning, recovery, "
+                                   "single_turn, multi_turn, irrelevance, many_tools) or "
+                                   "bfcl_<category> of canaries.bfcl")
     p.add_argument("--k", type=int)
     p.add_argument("--backend")
     p.add_argument("--out", default="runs/eval")
