@@ -5,16 +5,16 @@ one does not take the others down) under a time limit; the parent prints a compa
 writes every figure to $OUT/gpu_check.json (or --json PATH).
 
 Checks (in order):
-  sft          pipeline.training.sft.train_sft (TRL SFTTrainer + PEFT LoRA, adapter saved,
+  sft          engine.training.sft.train_sft (TRL SFTTrainer + PEFT LoRA, adapter saved,
                merged, curve plotted), tiny random Llama (width 64) with the SmolLM2 tokenizer
-  grpo         pipeline.training.grpo.train_grpo (TRL GRPOTrainer, multi-turn rollouts,
+  grpo         engine.training.grpo.train_grpo (TRL GRPOTrainer, multi-turn rollouts,
                transformers generation; use_vllm false)
-  launch       accelerate launch --num_processes 1 -m pipeline.training sft ...
+  launch       accelerate launch --num_processes 1 -m engine.training sft ...
   qlora        train_sft with lora.qlora true (bitsandbytes 4-bit NF4 base)
   sft_135m     sft_trainer on a random-weight model of SmolLM2-135M's shape (from its config;
                no weights travel): throughput of a realistic width, losses meaningless
-  sft_prefix   sft_trainer with share_prefix true (pipeline.training.prefix_share)
-  launch_fsdp  accelerate launch with pipeline/training/accelerate/fsdp.yaml, one process
+  sft_prefix   sft_trainer with share_prefix true (engine.training.prefix_share)
+  launch_fsdp  accelerate launch with engine/training/accelerate/fsdp.yaml, one process
 
     PYTHONPATH=. TOOLSMITH_CACHE=/tmp/tscache python benchmarks/gpu_check.py
     python benchmarks/gpu_check.py --dry-run          # CPU, 1-2 steps: imports and APIs only
@@ -84,7 +84,7 @@ def oracle_rows(n: int):
 
 
 def tiny_dir(width: int = 64) -> Path:
-    from pipeline.models import tiny_model_dir
+    from engine.models import tiny_model_dir
     return tiny_model_dir(width)
 
 
@@ -93,7 +93,7 @@ def model_device(trainer) -> str:
 
 
 def sft_settings(a, **kw):
-    from pipeline.training.settings import SFTSettings
+    from engine.training.settings import SFTSettings
     base = dict(max_steps=a.sft_steps, batch_size=4, max_length=1024, save_steps=10_000,
                 logging_steps=1, lr=2e-4)
     base.update(kw)
@@ -124,7 +124,7 @@ def timed_train(trainer) -> dict:
 
 def check_sft(a, tmp: Path) -> dict:
     """The project's own SFT entry point, end to end (train, save adapter, merge, plot)."""
-    from pipeline.training.sft import train_sft
+    from engine.training.sft import train_sft
     rows = oracle_rows(a.rows)
     settings = sft_settings(a)
     model = tiny_dir(64)
@@ -147,8 +147,8 @@ def check_qlora(a, tmp: Path) -> dict:
     if not cuda():
         return {"status": "skipped", "reason": "no CUDA device (QLoRA is refused at config time)"}
     import bitsandbytes  # noqa: F401  (fail early with the import error if it cannot load)
-    from pipeline.training.settings import LoraSettings
-    from pipeline.training.sft import train_sft
+    from engine.training.settings import LoraSettings
+    from engine.training.sft import train_sft
     rows = oracle_rows(a.rows)
     settings = sft_settings(a, lora=LoraSettings(qlora=True))
     reset_peak()
@@ -165,8 +165,8 @@ def check_qlora(a, tmp: Path) -> dict:
 def check_grpo(a, tmp: Path) -> dict:
     """train_grpo as `pipeline bench train` calls it (transformers generation)."""
     from data.tasks import generate
-    from pipeline.training.grpo import train_grpo
-    from pipeline.training.settings import GRPOSettings
+    from engine.training.grpo import train_grpo
+    from engine.training.settings import GRPOSettings
     tasks = generate({"single": 2, "reasoning": 2}, namespace="bench")
     settings = GRPOSettings(group_size=4, tasks_per_step=1, max_steps=a.grpo_steps,
                             max_new_tokens=a.max_new_tokens, max_turns=2, save_steps=10_000)
@@ -187,7 +187,7 @@ def build_135m(tmp: Path) -> Path:
     """A random-weight model of SmolLM2-135M's shape from its config (nothing downloaded)."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
-    from pipeline.models import load_tokenizer, smollm2_tokenizer_dir
+    from engine.models import load_tokenizer, smollm2_tokenizer_dir
     conf = json.loads(CONFIG_135M.read_text())
     conf = {k: v for k, v in conf.items() if not k.startswith("_") and k != "transformers_version"}
     config = AutoConfig.for_model(**conf)
@@ -200,7 +200,7 @@ def build_135m(tmp: Path) -> Path:
 
 
 def check_sft_135m(a, tmp: Path) -> dict:
-    from pipeline.training.sft import sft_trainer
+    from engine.training.sft import sft_trainer
     model = build_135m(tmp)
     rows = oracle_rows(a.rows)
     settings = sft_settings(a, max_steps=a.sft_135m_steps)
@@ -213,8 +213,8 @@ def check_sft_135m(a, tmp: Path) -> dict:
 
 
 def check_sft_prefix(a, tmp: Path) -> dict:
-    from pipeline.training.sft import sft_trainer
-    from pipeline.training.settings import SFTSettings  # noqa: F401
+    from engine.training.sft import sft_trainer
+    from engine.training.settings import SFTSettings  # noqa: F401
     rows = oracle_rows(a.rows)
     settings = sft_settings(a, share_prefix=True)
     trainer, info = sft_trainer(rows, tiny_dir(64), tmp / "prefix", settings, progress=False)
@@ -237,11 +237,11 @@ def _launch(a, tmp: Path, fsdp: bool) -> dict:
         {"max_steps": a.sft_steps, "batch_size": 4, "max_length": 1024, "save_steps": 10_000}))
     cmd = [sys.executable, "-m", "accelerate.commands.launch"]
     if fsdp:
-        cmd += ["--config_file", str(ROOT / "pipeline/training/accelerate/fsdp.yaml")]
+        cmd += ["--config_file", str(ROOT / "engine/training/accelerate/fsdp.yaml")]
     else:
         cmd += ["--num_machines", "1", "--dynamo_backend", "no",
                 "--mixed_precision", "bf16" if cuda() else "no"]
-    cmd += ["--num_processes", "1", "-m", "pipeline.training", "sft",
+    cmd += ["--num_processes", "1", "-m", "engine.training", "sft",
             "--trajectories", str(work / "accepted.jsonl"), "--model", str(tiny_dir(64)),
             "--out", str(work / "round"), "--settings", str(work / "sft.yaml")]
     t0 = time.perf_counter()

@@ -19,9 +19,9 @@ def main() -> None:
     from transformers.trainer_callback import PrinterCallback
 
     from pipeline.bench.train import MODES, oracle_rows, parse_args, workload
-    from pipeline.models import EMBEDDED, resolve
-    from pipeline.training.settings import SFTSettings
-    from pipeline.training.sft import sft_trainer
+    from engine.models import EMBEDDED, resolve
+    from engine.training.settings import SFTSettings
+    from engine.training.sft import sft_trainer
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mode", default="padded", choices=list(MODES))
     ap.add_argument("--steps", type=int, default=6)

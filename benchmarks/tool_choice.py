@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     from gates.bfcl import evaluate_model_bfcl
     from gates.canaries import builtin_suite
     from gates.gate import evaluate_model
-    from pipeline import config, models
+    from engine import models
+    from pipeline import config
 
     load0 = os.getloadavg()[0]
     started = datetime.datetime.now(datetime.timezone.utc)

@@ -51,7 +51,7 @@ class Session:
     def _generate_turn(self, seed: int) -> tuple[str, bool]:
         """One assistant turn and whether the token limit cut it; a `</tool_call>` stop
         continues the same turn (parallel calls), as in the sampler's driver."""
-        from pipeline.sampling.base import CALL_STOP
+        from engine.sampling.base import CALL_STOP
         prompt, text = render(self.messages, self.tools, add_generation_prompt=True), ""
         for piece in range(MAX_CALLS_PER_TURN + 1):
             c = self.backend.generate([prompt + text], self.params, [seed + piece])[0]
@@ -113,7 +113,7 @@ def chat(gguf: Path, prompt: str | None = None, tools_domains: Iterable[str] | N
     Greedy by default (reproducible); pass temperature 0.6 / top_p 0.95 for the Modelfile's
     sampling. Returns the session (messages, problems) for the caller to inspect.
     """
-    from pipeline.sampling import SamplingParams, make_backend
+    from engine.sampling import SamplingParams, make_backend
     tools = domain_tools(tools_domains)
     backend = make_backend("llama_cpp", Path(gguf), n_ctx=n_ctx)
     params = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens)

@@ -99,11 +99,11 @@ def load_check(gguf: Path, model_dir: Path, *, items: int = 4, min_agreement: fl
                make_backend=None) -> dict:
     """Run the canary items through the GGUF (llama.cpp) and the HF model (transformers),
     greedily, and compare them. Engines are closed before returning. `make_backend(kind,
-    model, **options)` defaults to `pipeline.sampling.make_backend`."""
-    from pipeline.rollout import rollout
-    from pipeline.sampling import SamplingParams
+    model, **options)` defaults to `engine.sampling.make_backend`."""
+    from engine.rollout import rollout
+    from engine.sampling import SamplingParams
     if make_backend is None:
-        from pipeline.sampling import make_backend
+        from engine.sampling import make_backend
     tasks = check_tasks(items)
     params = SamplingParams(temperature=0.0, top_p=1.0, max_tokens=max_tokens)
     runs, seconds = {}, {}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from data.chatformat import chat_template
 from data.jsonl import write_text_atomic
-from pipeline import timing
+from engine import timing
 
 from .convert import convert_to_f16
 from .errors import ExportError

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from pipeline.config import ExportSettings
-from pipeline.runstore import RunStore
+from engine.runstore import RunStore
 
 from .modelfile import write_modelfile
 from .package import export_model

@@ -2,7 +2,7 @@
 
 llama.cpp quantizes rows in blocks of 256 for the K-quants; a tensor whose row length is
 not a multiple of 256 (SmolLM2's width is 576) falls back to another type, mostly q8_0.
-`pipeline.quants.QUANTS` records which tensor types count as "really" the requested
+`engine.quants.QUANTS` records which tensor types count as "really" the requested
 quantization.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from pipeline.quants import QUANTS, Quant
+from engine.quants import QUANTS, Quant
 
 from .errors import ExportError
 

@@ -40,8 +40,8 @@ from data.jsonl import write_text_atomic
 from data.loaders import BfclItem, bfcl_task
 from data.tasks import SYSTEM
 from data.turns import Conversation, Step, take_turn
-from pipeline.rollout import progress_bar, rollout
-from pipeline.sampling.base import Backend, SamplingParams
+from engine.rollout import progress_bar, rollout
+from engine.sampling.base import Backend, SamplingParams
 
 from .ast_check import check
 from .bfcl_report import format_report, summarise
@@ -328,7 +328,7 @@ def evaluate_model_bfcl(cfg, model_dir: str | Path, categories: str | list[str],
     evaluate, close. Greedy, `canaries.max_new_tokens` per step, `sampler.max_context_tokens`
     of context (passed on as vLLM's `max_model_len` / llama.cpp's `n_ctx` unless set)."""
     from pipeline.config import ConfigError
-    from pipeline.sampling import default_backend, make_backend
+    from engine.sampling import default_backend, make_backend
     try:
         names = parse_categories(categories)
     except ValueError as err:

@@ -30,8 +30,8 @@ from data.chatformat import CALL_OPEN, parse
 from data.jsonl import read_all, repair_torn_tail, write_atomic, write_text_atomic
 from data.trajectory import Task, Trajectory
 from data.verify import first_call_metrics, replay
-from pipeline.rollout import rollout
-from pipeline.sampling.base import Backend, SamplingParams
+from engine.rollout import rollout
+from engine.sampling.base import Backend, SamplingParams
 
 from .ast_check import check
 from .canaries import Suite

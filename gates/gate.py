@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from pipeline import timing
+from engine import timing
 from pipeline.config import GateSettings, RunConfig
-from pipeline.sampling import backend_opener
-from pipeline.sampling.base import SamplingParams
+from engine.sampling import backend_opener
+from engine.sampling.base import SamplingParams
 
 from . import bfcl_canary
 from .canaries import Suite, bfcl_suite, build_suites, gsm8k_suite

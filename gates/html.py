@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 
 from data.jsonl import write_text_atomic
-from pipeline import timing
-from pipeline.training.panels import GRPO_PANELS, SFT_PANELS, panel_grid
+from engine import timing
+from engine.training.panels import GRPO_PANELS, SFT_PANELS, panel_grid
 
 from .report import ROUND_DIR, history, round_reports, summary_table
 

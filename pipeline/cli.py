@@ -26,7 +26,7 @@ def cmd_run(args) -> int:
     from gates.stats import items_for, keep_mde
     from pipeline.config import dump
     from pipeline.loop import GateFailed, run
-    from pipeline.runstore import RunStore
+    from engine.runstore import RunStore
     cfg = _config(args)  # a bad config fails here, before any work
     if args.round is not None and not 1 <= args.round <= len(cfg.rounds):
         raise SystemExit(f"--round takes 1..{len(cfg.rounds)} (the rounds of this config)")
@@ -98,7 +98,8 @@ def cmd_report(args) -> int:
 
 def cmd_eval(args) -> int:
     from gates.gate import evaluate_model, suites_for
-    from pipeline import config, models
+    from engine import models
+    from pipeline import config
     from pipeline.recipes import BFCL_PREFIX
     overrides = [f"sampler.backend={args.backend}"] if args.backend else []
     cfg = config.load(args.config, args.preset, overrides + list(args.overrides or []))
@@ -130,7 +131,7 @@ def cmd_eval(args) -> int:
 
 def cmd_export(args) -> int:
     from export import export_model
-    from pipeline import models
+    from engine import models
     src = models.resolve(args.target)  # a run directory means its promoted model
     out = Path(args.out or (src.parent / "export"))
     info = export_model(src, out, args.quant, load_check=not args.no_load_check)
@@ -260,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     from pipeline.config import ConfigError
-    from pipeline.runstore import RunLocked
+    from engine.runstore import RunLocked
     try:
         return args.fn(args) or 0
     except (ConfigError, RunLocked, FileNotFoundError) as err:

@@ -14,7 +14,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationI
                       field_validator, model_validator)
 
 from pipeline import recipes
-from pipeline.quants import QUANTS
+from engine.quants import QUANTS
 from data.bfcl import CATEGORIES as BFCL_CATEGORIES
 from pipeline.recipes import (BFCL_PREFIX, CANARIES, RoundSettings, canary_choices,
                               off_canary_table)

@@ -1,10 +1,10 @@
 """The round loop: each planned round runs its recipe, then the uniform tail
 gate -> export -> promote or reject, one named step each.
 
-Resumable at step granularity (see `pipeline.runstore`); one process per run directory.
-Each round's time breakdown (seconds per step, engine starts, tokens/s; `pipeline.timing`)
+Resumable at step granularity (see `engine.runstore`); one process per run directory.
+Each round's time breakdown (seconds per step, engine starts, tokens/s; `engine.timing`)
 goes to its `timing` entry in state.json as it runs. One sampler engine is kept alive across
-steps that use the same model (`pipeline.sampling.keep_engines`) and closed when the run ends.
+steps that use the same model (`engine.sampling.keep_engines`) and closed when the run ends.
 """
 from __future__ import annotations
 
@@ -22,12 +22,12 @@ from gates.decontamination import decontaminator_for
 from gates.gate import GateResult, gate_round, suites_for
 from gates.gate import evaluate_baseline as evaluate_promoted
 from gates.html import write_run_report
-from pipeline import models
+from engine import models
 from pipeline import recipes
-from pipeline import timing
+from engine import timing
 from pipeline.config import RunConfig, dump
-from pipeline.runstore import RunStore
-from pipeline.sampling import backend_opener, keep_engines
+from engine.runstore import RunStore
+from engine.sampling import backend_opener, keep_engines
 from rounds.common import Candidate, NothingAccepted, RoundContext
 
 log = logging.getLogger("toolsmith")

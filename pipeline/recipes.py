@@ -26,7 +26,7 @@ from data.loaders import HUB
 from data.taskfile import load_task_files
 from data.tasks import CANARY_KINDS, OFFERED, makers_for, parse_kind, validate_domain
 from data.trajectory import Kind
-from pipeline.training.settings import GRPOSettings, SFTSettings
+from engine.training.settings import GRPOSettings, SFTSettings
 
 BUILTIN = {"grounding": "rounds.grounding", "plan_finish": "rounds.plan_finish",
            "long_context": "rounds.long_context", "self_improve": "rounds.self_improve",

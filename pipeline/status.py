@@ -7,9 +7,9 @@ from pathlib import Path
 import yaml
 
 from gates.report import step_notes
-from pipeline import timing
+from engine import timing
 from pipeline.recipes import BUILTIN, ordered
-from pipeline.runstore import STEPS, RunStore
+from engine.runstore import STEPS, RunStore
 
 
 def round_names(run: Path) -> list[str]:

@@ -2,7 +2,7 @@
 
 Each step checks the run store first and records itself done only after its output file was
 renamed into place, so a recipe re-run after a kill skips straight to the unfinished step.
-The work of each step is timed (`pipeline.timing`: tasks, sampling, filtering, training) after
+The work of each step is timed (`engine.timing`: tasks, sampling, filtering, training) after
 that check, so a skipped step keeps the time it recorded when it ran.
 """
 from __future__ import annotations
@@ -19,12 +19,12 @@ from data.taskfile import load_task_files
 from data.teacher import TeacherTraces, load_teacher
 from data.trajectory import Task, Trajectory
 from data.verify import verify
-from pipeline import timing
+from engine import timing
 from pipeline.config import RunConfig
 from pipeline.recipes import RoundSettings
-from pipeline.runstore import RunStore
-from pipeline.sampling import release_engine
-from pipeline.sampling.base import SamplingParams
+from engine.runstore import RunStore
+from engine.sampling import release_engine
+from engine.sampling.base import SamplingParams
 
 log = logging.getLogger("toolsmith")
 
@@ -142,7 +142,7 @@ def sample(ctx: RoundContext, task_list: list[Task], model_dir: Path, step: str 
            k: int | None = None, first_sample: int = 0) -> list[Trajectory]:
     """k on-policy samples per task, streamed to `<step>.jsonl` (a kill loses one batch);
     numbered from `first_sample`, so a top-up of tasks sampled before draws new samples."""
-    from pipeline.rollout import rollout
+    from engine.rollout import rollout
     path = ctx.dir / f"{step}.jsonl"
     if ctx.step_done(step):
         return jsonl.read_all(path, Trajectory)
@@ -187,8 +187,8 @@ def _teacher_trajectories(ctx: RoundContext, task_list: list[Task]) -> list[Traj
     if t.endpoint:
         from contextlib import closing
 
-        from pipeline.rollout import rollout
-        from pipeline.sampling import make_backend
+        from engine.rollout import rollout
+        from engine.sampling import make_backend
         opts = {"base_url": t.endpoint, "mode": "chat"}
         if t.api_key_env:
             opts["api_key_env"] = t.api_key_env
@@ -251,7 +251,7 @@ def accept(ctx: RoundContext, rows: list[Trajectory], step: str = "accepted",
 def train(ctx: RoundContext, accepted: list[Trajectory], base: Path, step: str = "train",
           out_dir: Path | None = None) -> Path:
     """LoRA SFT on the accepted set; returns the merged model directory."""
-    from pipeline.training.sft import train_sft
+    from engine.training.sft import train_sft
     out_dir = out_dir or ctx.dir
     model_dir = out_dir / "model"
     if ctx.step_done(step):

@@ -32,7 +32,7 @@ def run(ctx: RoundContext) -> Candidate:
 
 def fitting_lengths(ctx: RoundContext) -> list[int]:
     """The configured `context_tokens` whose tasks fit; records used and refused lengths."""
-    from pipeline.models import load_tokenizer
+    from engine.models import load_tokenizer
     s, model = ctx.settings, Path(ctx.start_model)
     tok = load_tokenizer(model)
     report = fit(s.context_tokens, lambda text: len(tok.encode(text, add_special_tokens=False)),

@@ -23,7 +23,7 @@ log = logging.getLogger("toolsmith")
 
 
 def run(ctx: RoundContext) -> Candidate:
-    from pipeline.training.grpo import train_grpo
+    from engine.training.grpo import train_grpo
     s = ctx.settings
     tasks = [capped(t, s.grpo.max_turns) for t in make_tasks(ctx)]
     if s.frontier.enabled:

@@ -6,11 +6,11 @@ import pytest
 
 @pytest.fixture(scope="session")
 def tokenizer():
-    from pipeline.models import load_tokenizer, smollm2_tokenizer_dir
+    from engine.models import load_tokenizer, smollm2_tokenizer_dir
     return load_tokenizer(smollm2_tokenizer_dir())
 
 
 @pytest.fixture(scope="session")
 def tiny_model():
-    from pipeline.models import tiny_model_dir
+    from engine.models import tiny_model_dir
     return tiny_model_dir(64)

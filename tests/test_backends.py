@@ -12,11 +12,11 @@ import pytest
 
 from data.chatformat import render
 from data.tasks import generate, make
-from pipeline.models import load_tokenizer, tiny_model_dir
-from pipeline.rollout import rollout
-from pipeline.sampling import (BACKENDS, available_backends, default_backend, make_backend)
-from pipeline.sampling.base import CALL_STOP, BackendError, SamplingParams, cut_at_stop
-from pipeline.sampling.openai_backend import to_openai_messages
+from engine.models import load_tokenizer, tiny_model_dir
+from engine.rollout import rollout
+from engine.sampling import (BACKENDS, available_backends, default_backend, make_backend)
+from engine.sampling.base import CALL_STOP, BackendError, SamplingParams, cut_at_stop
+from engine.sampling.openai_backend import to_openai_messages
 
 PROMPT = render(make("single", 0).messages(), make("single", 0).tools, True)
 
@@ -180,7 +180,7 @@ def test_to_openai_messages_pairs_calls_and_results():
 def test_vllm_cpu_bind_env(monkeypatch):
     """`all` binds vLLM-CPU's OpenMP threads to every CPU of this process, split per worker,
     and reserves none; `auto` leaves vLLM's choice; a variable the user set wins."""
-    from pipeline.sampling.vllm_backend import cpu_bind_env
+    from engine.sampling.vllm_backend import cpu_bind_env
     for var in ("VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_NUM_OF_RESERVED_CPU"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3, 0, 1, 2})

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from pipeline.bench import lora as bench
-from pipeline.models import load_model, tiny_model_dir
+from engine.models import load_model, tiny_model_dir
 
 
 def random_adapter(base, out, r=8):

@@ -28,7 +28,7 @@ class Recording:
 
 @pytest.fixture(scope="module")
 def backend(tiny_model):
-    from pipeline.sampling import make_backend
+    from engine.sampling import make_backend
     b = Recording(make_backend("transformers", tiny_model, dtype="float32"))
     yield b
     b.close()

@@ -13,7 +13,7 @@ import pytest
 from data.chatformat import format_call
 from pipeline import config
 from pipeline.config import ConfigError, GateSettings
-from pipeline.sampling.base import Completion
+from engine.sampling.base import Completion
 
 needs_bfcl = pytest.mark.skipif(importlib.util.find_spec("bfcl_eval") is None,
                                 reason="bfcl-eval is not installed (see .ci/setup)")

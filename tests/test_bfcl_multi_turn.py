@@ -10,7 +10,7 @@ import importlib.util
 import pytest
 
 from data.chatformat import format_call
-from pipeline.sampling.base import Completion
+from engine.sampling.base import Completion
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("bfcl_eval") is None,
                                 reason="bfcl-eval is not installed (see .ci/setup)")

@@ -11,8 +11,8 @@ from data.envs.weather import get_weather
 from export.chat import Session, chat, domain_tools
 from export.convert import convert_to_f16
 from export.quantize import quantize
-from pipeline.models import tiny_model_dir
-from pipeline.sampling.base import CALL_STOP, Completion, SamplingParams
+from engine.models import tiny_model_dir
+from engine.sampling.base import CALL_STOP, Completion, SamplingParams
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ def test_training_template_renders_the_same_text(tokenizer):
 
 def test_render_equals_smollm2_template_without_tools(tokenizer):
     import jinja2
-    from pipeline.models import embedded_gguf  # noqa: F401  (the tokenizer came from it)
+    from engine.models import embedded_gguf  # noqa: F401  (the tokenizer came from it)
     smol = ("{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
             "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by "
             "Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + "

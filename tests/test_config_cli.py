@@ -8,7 +8,7 @@ import pytest
 
 from pipeline import config, recipes
 from pipeline.cli import main
-from pipeline.runstore import RunLocked, RunStore
+from engine.runstore import RunLocked, RunStore
 
 
 def test_every_shipped_config_validates():
@@ -75,7 +75,7 @@ def test_a_run_directory_resolves_to_its_promoted_model(tmp_path):
     with neither config.json nor promoted.json is a clear error."""
     import json
 
-    from pipeline.models import resolve
+    from engine.models import resolve
     model = tmp_path / "run" / "round-1-grounding" / "model"
     model.mkdir(parents=True)
     (model / "config.json").write_text("{}")

@@ -12,7 +12,7 @@ from gates.canaries import build_suites
 from gates.decontamination import decontaminator_for, protected_sources
 from pipeline.config import RunConfig
 from pipeline.recipes import GroundingSettings
-from pipeline.runstore import RunStore
+from engine.runstore import RunStore
 from rounds.common import RoundContext, accept, make_tasks, teacher_trajectories
 
 BFCL_ITEM = load_single("simple_python")[7].messages[-1]["content"]

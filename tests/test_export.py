@@ -15,7 +15,7 @@ from export.convert import convert_to_f16, gguf_library
 from export.loadcheck import compare
 from export.quantize import quantize
 from export.readback import quant_summary, read_gguf
-from pipeline.models import embedded_model_dir, tiny_model_dir
+from engine.models import embedded_model_dir, tiny_model_dir
 
 
 @pytest.fixture(scope="module")

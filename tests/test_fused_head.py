@@ -2,8 +2,8 @@
 import torch
 import trl.trainer.utils as trl_utils
 
-from pipeline.models import load_model
-from pipeline.training.fused_head import score_labelled_positions_only
+from engine.models import load_model
+from engine.training.fused_head import score_labelled_positions_only
 
 
 def _fused(model_dir):

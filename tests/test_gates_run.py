@@ -11,7 +11,7 @@ from gates.html import write_run_report
 from gates.promote import decide
 from gates.report import summary_table, write_gate_report
 from pipeline.config import GateSettings
-from pipeline.sampling import SamplingParams, make_backend
+from engine.sampling import SamplingParams, make_backend
 
 SIZES = {"reasoning": 2, "recovery": 2, "single_turn": 2, "multi_turn": 2, "irrelevance": 2}
 

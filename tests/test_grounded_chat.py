@@ -16,9 +16,9 @@ from rounds.common import oracle_trajectories
 @pytest.mark.slow
 def test_grounded_embedded_model_calls_the_weather_tool(tmp_path):
     from export import export_model
-    from pipeline.models import embedded_model_dir
-    from pipeline.training.settings import SFTSettings
-    from pipeline.training.sft import train_sft
+    from engine.models import embedded_model_dir
+    from engine.training.settings import SFTSettings
+    from engine.training.sft import train_sft
 
     # grounding data: oracle demonstrations of the weather domain, as round 1 uses them
     demo = tasks.generate({"single": 24, "parallel": 6, "chained": 6, "recovery": 6},

@@ -15,9 +15,9 @@ from data.filters import Decontaminator
 from data.tasks import generate
 from pipeline.config import RunConfig
 from pipeline.recipes import RLSettings
-from pipeline.runstore import RunStore
-from pipeline.sampling.base import Completion
-from pipeline.training.zero_variance import (SHARE_KEY, DropZeroVariance, constant_groups,
+from engine.runstore import RunStore
+from engine.sampling.base import Completion
+from engine.training.zero_variance import (SHARE_KEY, DropZeroVariance, constant_groups,
                                              drop_rows)
 from rounds.common import RoundContext
 from rounds.rl_polish import capped, frontier, pool_summary, select_frontier
@@ -224,8 +224,8 @@ def test_grpo_panels_in_grpo_png_and_the_run_report(tmp_path):
     import base64
 
     from gates.html import training_curves
-    from pipeline.training.curves import plot_curves
-    from pipeline.training.panels import GRPO_PANELS
+    from engine.training.curves import plot_curves
+    from engine.training.panels import GRPO_PANELS
     keys = [k for k, _ in GRPO_PANELS]
     assert {"reward", "kl", "loss", "rewards/tool_calls/mean", "rewards/unfinished/mean",
             SHARE_KEY} == set(keys)

@@ -1,4 +1,4 @@
-"""Engine processes die with the pipeline process (`pipeline.sampling.orphans`)."""
+"""Engine processes die with the pipeline process (`engine.sampling.orphans`)."""
 import os
 import signal
 import subprocess
@@ -11,7 +11,7 @@ import psutil
 # it, prints both pids, then waits to be killed
 PARENT = """
 import subprocess, sys, time
-from pipeline.sampling import orphans
+from engine.sampling import orphans
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
 dog = orphans.guard(orphans.children(), poll_s=0.2)
 print(child.pid, dog.pid, flush=True)
@@ -48,7 +48,7 @@ def test_a_killed_parent_takes_its_engine_with_it():
 
 
 def test_a_live_parent_keeps_its_engine_and_no_guard_without_children():
-    from pipeline.sampling import orphans
+    from engine.sampling import orphans
     assert orphans.guard([]) is None
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     dog = orphans.guard([psutil.Process(child.pid)], poll_s=0.1)

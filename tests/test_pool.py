@@ -18,8 +18,8 @@ from data.filters import Decontaminator
 from data.trajectory import Trajectory, Verification
 from pipeline.config import RunConfig
 from pipeline.recipes import LongContextSettings, PlanFinishSettings, SelfImproveSettings
-from pipeline.runstore import RunStore
-from pipeline.sampling.base import CALL_STOP, Completion
+from engine.runstore import RunStore
+from engine.sampling.base import CALL_STOP, Completion
 from rounds import long_context, plan_finish, self_improve
 from rounds.common import RoundContext
 from rounds.pool import allocate, difficulty, pass_rates
@@ -104,7 +104,7 @@ def test_pool_is_off_unless_configured_and_checked_when_set():
 class Scripted:
     """Fake backend: a trajectory whose (task, sample) `solves` says yes replays its task's
     oracle through the real stop semantics; the others answer wrongly at once. The sample is
-    told by the seed of its first request (`pipeline.rollout`: from round, task and sample)."""
+    told by the seed of its first request (`engine.rollout`: from round, task and sample)."""
     name = "scripted"
 
     def __init__(self, tasks, round_no: int, solves, asked: list):
@@ -273,7 +273,7 @@ def test_without_a_pool_rounds_sample_k_per_task_as_before(tmp_path, monkeypatch
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> Path:
     """A model directory as far as round 3's fit reads it: the real tokenizer, a config."""
-    from pipeline.models import smollm2_tokenizer_dir
+    from engine.models import smollm2_tokenizer_dir
     out = tmp_path_factory.mktemp("model")
     for f in smollm2_tokenizer_dir().iterdir():
         shutil.copy(f, out / f.name)
@@ -282,7 +282,7 @@ def model_dir(tmp_path_factory) -> Path:
 
 
 def test_long_context_uses_the_lengths_that_fit_and_says_why_not(model_dir):
-    from pipeline.models import load_tokenizer
+    from engine.models import load_tokenizer
     tok = load_tokenizer(model_dir)
     count = lambda text: len(tok.encode(text, add_special_tokens=False))  # noqa: E731
     r = long_context.fit([600, 1600, 12000], count, 4096, 8192, 128)

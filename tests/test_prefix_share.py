@@ -5,11 +5,11 @@ import torch
 
 from data.tasks import generate
 from data.trajectory import Trajectory
-from pipeline.models import tiny_model_dir
-from pipeline.training.prefix_share import (prefix_batches, shared_prefix_length,
+from engine.models import tiny_model_dir
+from engine.training.prefix_share import (prefix_batches, shared_prefix_length,
                                             usable_prefix)
-from pipeline.training.settings import LoraSettings, SFTSettings
-from pipeline.training.sft import sft_trainer
+from engine.training.settings import LoraSettings, SFTSettings
+from engine.training.sft import sft_trainer
 
 
 def family_keys():
@@ -177,7 +177,7 @@ def test_resume_replays_the_grouped_order(tmp_path):
     import json
     import shutil
 
-    from pipeline.training.sft import train_sft
+    from engine.training.sft import train_sft
     tasks = generate({"single": 8}, namespace="t")
     rows = [Trajectory(id=t.id, task_id=t.id, domain=t.domain, kind=t.kind,
                        messages=t.messages() + t.oracle, tools=t.tools, finish="answer",

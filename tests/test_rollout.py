@@ -11,10 +11,10 @@ from data.envs.base import stable_int
 from data.jsonl import read_all
 from data.tasks import generate, make
 from data.trajectory import Trajectory
-from pipeline.models import load_tokenizer, tiny_model_dir
-from pipeline.rollout import rollout, trajectory_id
-from pipeline.sampling import make_backend
-from pipeline.sampling.base import CALL_STOP, Completion, SamplingParams
+from engine.models import load_tokenizer, tiny_model_dir
+from engine.rollout import rollout, trajectory_id
+from engine.sampling import make_backend
+from engine.sampling.base import CALL_STOP, Completion, SamplingParams
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from gates.canaries import build_suites, builtin_suite
 from pipeline import config
 from pipeline.config import ConfigError
 from pipeline.recipes import CANARIES
-from pipeline.sampling.base import Completion
+from engine.sampling.base import Completion
 from tests.test_bfcl_gate import opener   # records each engine open
 
 
@@ -68,7 +68,7 @@ def test_canaries_are_prefix_stable(name):
 
 def test_decontamination_covers_the_largest_round_sizes(tmp_path):
     from pipeline.loop import open_run, round_suites
-    from pipeline.runstore import RunStore
+    from engine.runstore import RunStore
     cfg = load(f"run_dir={tmp_path / 'r'}", "canaries.sizes={single_turn: 2, multi_turn: 3, "
                "recovery: 2}", "rounds.plan_finish.canaries={multi_turn: 30}")
     run = open_run(cfg, RunStore(cfg.directory()), force=False, progress=False)

@@ -6,10 +6,10 @@ import torch
 
 from data.tasks import generate
 from data.trajectory import Trajectory
-from pipeline.models import load_model
-from pipeline.training.segment_attention import NAME, row_bounds, use_segment_attention
-from pipeline.training.settings import LoraSettings, SFTSettings, bf16_supported
-from pipeline.training.sft import sft_trainer
+from engine.models import load_model
+from engine.training.segment_attention import NAME, row_bounds, use_segment_attention
+from engine.training.settings import LoraSettings, SFTSettings, bf16_supported
+from engine.training.sft import sft_trainer
 
 LENGTHS = [37, 80, 5, 120]
 

@@ -18,7 +18,7 @@ from data.trajectory import Task
 from pipeline import config
 from pipeline.config import RunConfig
 from pipeline.recipes import GroundingSettings
-from pipeline.runstore import RunStore
+from engine.runstore import RunStore
 from rounds.common import RoundContext, make_tasks
 
 ORDER = {"type": "function", "function": {

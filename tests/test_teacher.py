@@ -17,7 +17,7 @@ from data.trajectory import Task, Trajectory
 from pipeline import config
 from pipeline.config import RunConfig
 from pipeline.recipes import GroundingSettings, Teacher
-from pipeline.runstore import RunStore
+from engine.runstore import RunStore
 from rounds.common import RoundContext, accept, teacher_trajectories
 
 HERMES = Path(__file__).parent / "data" / "hermes_sample.jsonl"

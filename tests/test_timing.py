@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline import sampling, timing
-from pipeline.sampling import backend_opener, keep_engines, release_engine
+from engine import sampling, timing
+from engine.sampling import backend_opener, keep_engines, release_engine
 
 
 class FakeClock:

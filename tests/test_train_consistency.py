@@ -4,13 +4,13 @@ from pydantic import ValidationError
 
 from data.tasks import generate
 from data.trajectory import Trajectory
-from pipeline.models import tiny_model_dir
-from pipeline.training.consistency import (TemplateRoundTripError, assistant_spans,
+from engine.models import tiny_model_dir
+from engine.training.consistency import (TemplateRoundTripError, assistant_spans,
                                            check_consistency, normalise_messages,
                                            tokenize_conversation)
-from pipeline.training.lora import training_tokenizer
-from pipeline.training.settings import GRPOSettings, LoraSettings, SFTSettings
-from pipeline.training.sft import build_rows, sft_trainer, train_sft
+from engine.training.lora import training_tokenizer
+from engine.training.settings import GRPOSettings, LoraSettings, SFTSettings
+from engine.training.sft import build_rows, sft_trainer, train_sft
 
 
 def oracle(task, turn_ids=None) -> Trajectory:

@@ -1,8 +1,8 @@
 """The step-curve plotter both trainers use: step rows only, one panel per key, none when empty."""
 import json
 
-from pipeline.training.curves import plot_curves, step_rows
-from pipeline.training.panels import GRPO_PANELS, SFT_PANELS
+from engine.training.curves import plot_curves, step_rows
+from engine.training.panels import GRPO_PANELS, SFT_PANELS
 
 
 def test_step_rows_skip_the_summary_and_a_torn_line(tmp_path):

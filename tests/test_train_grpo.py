@@ -7,12 +7,12 @@ import torch
 
 from data.chatformat import render
 from data.tasks import generate
-from pipeline.models import load_model, load_tokenizer, tiny_model_dir
-from pipeline.training.consistency import tokenize_conversation
-from pipeline.training.grpo import (format_reward, make_rollout_func, tool_calls, train_grpo,
+from engine.models import load_model, load_tokenizer, tiny_model_dir
+from engine.training.consistency import tokenize_conversation
+from engine.training.grpo import (format_reward, make_rollout_func, tool_calls, train_grpo,
                                     unfinished, verifier)
-from pipeline.training.lora import training_tokenizer
-from pipeline.training.settings import GRPOSettings, LoraSettings
+from engine.training.lora import training_tokenizer
+from engine.training.settings import GRPOSettings, LoraSettings
 
 
 class ScriptedTrainer:

@@ -10,9 +10,9 @@ import pytest
 from data.jsonl import write_atomic
 from data.tasks import generate
 from data.trajectory import Trajectory
-from pipeline.models import tiny_model_dir
+from engine.models import tiny_model_dir
 
-CONFIGS = Path(__file__).parents[1] / "pipeline" / "training" / "accelerate"
+CONFIGS = Path(__file__).parents[1] / "engine" / "training" / "accelerate"
 
 
 @pytest.mark.parametrize("name,kind", [("fsdp.yaml", "FSDP"),
@@ -21,7 +21,7 @@ def test_accelerate_configs_parse(name, kind):
     from accelerate.commands.config.config_args import ClusterConfig
     cfg = ClusterConfig.from_yaml_file(str(CONFIGS / name))
     assert cfg.distributed_type.value == kind and cfg.mixed_precision == "bf16"
-    assert "accelerate launch --config_file pipeline/training/accelerate/" + name in \
+    assert "accelerate launch --config_file engine/training/accelerate/" + name in \
         (CONFIGS / name).read_text()
 
 
@@ -34,7 +34,7 @@ def test_accelerate_launch_line_trains_on_cpu(tmp_path):
     (tmp_path / "sft.yaml").write_text("max_steps: 1\nbatch_size: 2\nlora: {r: 4, alpha: 8}\n")
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--cpu", "--num_processes", "1",
            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-           "-m", "pipeline.training", "sft", "--trajectories", str(tmp_path / "accepted.jsonl"),
+           "-m", "engine.training", "sft", "--trajectories", str(tmp_path / "accepted.jsonl"),
            "--model", str(tiny_model_dir(64)), "--out", str(tmp_path / "round"),
            "--settings", str(tmp_path / "sft.yaml")]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600,

@@ -7,9 +7,9 @@ import torch
 
 from data.tasks import generate
 from data.trajectory import Trajectory
-from pipeline.models import load_model, tiny_model_dir
-from pipeline.training.settings import LoraSettings, SFTSettings
-from pipeline.training.sft import sft_trainer, train_sft
+from engine.models import load_model, tiny_model_dir
+from engine.training.settings import LoraSettings, SFTSettings
+from engine.training.sft import sft_trainer, train_sft
 
 LORA = LoraSettings(r=8, alpha=16, dropout=0.0)
 

@@ -15,12 +15,12 @@ from export.chat import Session
 from export.loadcheck import check_tasks, load_check
 from gates.canaries import Suite
 from gates.evaluate import evaluate
-from pipeline.models import tiny_model_dir
-from pipeline.rollout import rollout
-from pipeline.sampling.base import CALL_STOP, Completion, SamplingParams
-from pipeline.training.grpo import TASK_KEY, make_rollout_func, verifier
-from pipeline.training.settings import GRPOSettings
-from pipeline.training.lora import training_tokenizer
+from engine.models import tiny_model_dir
+from engine.rollout import rollout
+from engine.sampling.base import CALL_STOP, Completion, SamplingParams
+from engine.training.grpo import TASK_KEY, make_rollout_func, verifier
+from engine.training.settings import GRPOSettings
+from engine.training.lora import training_tokenizer
 
 ASSISTANT = f"{IM_START}assistant\n"
 

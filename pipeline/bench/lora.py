@@ -1,6 +1,6 @@
 """`pipeline bench lora`: a round's new LoRA adapter served by vLLM, against merge + restart.
 
-After training, a round merges its adapter into the base (`pipeline.training.merge`) and
+After training, a round merges its adapter into the base (`engine.training.merge`) and
 starts a vLLM engine on the merged model for its gate. vLLM can instead serve the adapter on
 top of the base weights (no merge; on CPU through its Punica CPU kernels). This runs both
 paths on the same tasks, greedy, in one process, and prints per path the seconds to prepare
@@ -21,10 +21,10 @@ from pathlib import Path
 from data.jsonl import write_text_atomic
 from data.tasks import generate
 
-from pipeline.models import EMBEDDED, resolve
-from pipeline.rollout import rollout
-from pipeline.sampling import make_backend
-from pipeline.sampling.base import SamplingParams
+from engine.models import EMBEDDED, resolve
+from engine.rollout import rollout
+from engine.sampling import make_backend
+from engine.sampling.base import SamplingParams
 
 PATHS = ("merge+restart", "adapter")
 
@@ -44,7 +44,7 @@ def run_path(path: str, tasks: list, args, tmp: Path) -> tuple[dict, list]:
     """Prepare, start and sample one path; its figures and its trajectories' tokens."""
     t0 = time.perf_counter()
     if path == "merge+restart":
-        from pipeline.training.merge import merge_adapter
+        from engine.training.merge import merge_adapter
         model, extra = merge_adapter(args.base, args.adapter, tmp / "merged"), {}
     else:
         model, extra = args.base, {"lora_adapter": args.adapter}

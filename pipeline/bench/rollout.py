@@ -20,10 +20,10 @@ from pathlib import Path
 from data.jsonl import write_text_atomic
 from data.tasks import KINDS, generate
 
-from pipeline.models import EMBEDDED
-from pipeline.rollout import rollout
-from pipeline.sampling import available_backends, make_backend
-from pipeline.sampling.base import SamplingParams
+from engine.models import EMBEDDED
+from engine.rollout import rollout
+from engine.sampling import available_backends, make_backend
+from engine.sampling.base import SamplingParams
 
 ORDER = ["transformers", "vllm", "llama_cpp", "openai"]
 
@@ -47,7 +47,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--kv-cache-gib", type=float, default=1.0, help="vLLM KV cache size")
     ap.add_argument("--cpu-binds", default="all",
                     help="vLLM-CPU thread bindings to run side by side, comma list of all, "
-                         "auto, nobind or CPU lists (see pipeline.sampling.vllm_backend)")
+                         "auto, nobind or CPU lists (see engine.sampling.vllm_backend)")
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
     return ap.parse_args(argv)
 

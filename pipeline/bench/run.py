@@ -17,7 +17,7 @@ from pathlib import Path
 
 from data.jsonl import write_text_atomic
 
-from pipeline import timing
+from engine import timing
 from pipeline.status import round_names
 
 

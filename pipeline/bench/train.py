@@ -2,10 +2,10 @@
 
 The same oracle rows go through TRL's default padded batching (random order), padding-free batching
 (with TRL's fused LM head scoring every position, as shipped, and only labelled positions:
-`pipeline.training.fused_head`; its rows attending together through one masked call, or one by one,
+`engine.training.fused_head`; its rows attending together through one masked call, or one by one,
 `pf-rows`, and with a bfloat16 base, `pf-rows-bf16`, what rounds train with), best-fit-decreasing
 packing, padded batches in prefix-grouped order, and those batches with their shared prefix run
-once (`pipeline.training.prefix_share`). Each measurement runs in its own fresh process, so the
+once (`engine.training.prefix_share`). Each measurement runs in its own fresh process, so the
 peak RSS printed is that mode's own; `--repeats R` runs every mode R times back to back and prints
 medians (ratios are taken within a repeat, which shares the machine's load). Tokens/s counts real
 (non-padding) row tokens over the trainer's runtime, whatever the mode computed; CPU seconds (all
@@ -37,7 +37,7 @@ from pathlib import Path
 from data.jsonl import write_text_atomic
 from data.tasks import KINDS, domain_cycle, generate, make
 from data.trajectory import Trajectory
-from pipeline.models import EMBEDDED, resolve
+from engine.models import EMBEDDED, resolve
 
 # The attention and base weights rounds trained with before row attention and the bfloat16 base
 # (SDPA over the whole flattened batch, float32 base under bf16 autocast): every mode but the two
@@ -142,7 +142,7 @@ def scaled(counts: dict[str, int], n: int) -> dict[str, int]:
 
 def workload(args: argparse.Namespace) -> tuple[dict[str, int], list[str] | None, dict]:
     """Task counts, their domains and the SFT settings (as a dict) every mode starts from."""
-    from pipeline.training.settings import LoraSettings, SFTSettings
+    from engine.training.settings import LoraSettings, SFTSettings
     if args.mix:
         from pipeline import config
         rounds = config.load(preset="default").rounds
@@ -183,9 +183,9 @@ def _sft_child(mode: str, model_dir: str, rows: list[Trajectory], sft: dict,
     import torch
     from transformers.trainer_callback import PrinterCallback
 
-    from pipeline.training import sft as sft_module
-    from pipeline.training.settings import SFTSettings
-    from pipeline.training.sft import sft_trainer
+    from engine.training import sft as sft_module
+    from engine.training.settings import SFTSettings
+    from engine.training.sft import sft_trainer
     if mode == "pf-full-head":  # a fresh process: TRL's own switch stays untouched
         sft_module.score_labelled_positions_only = lambda: False
     if threads:
@@ -212,8 +212,8 @@ def _sft_child(mode: str, model_dir: str, rows: list[Trajectory], sft: dict,
 
 def _grpo_child(model_dir: str, args: dict) -> dict:
     """GRPO seconds per step (rollout generation, tool execution, rewards and update)."""
-    from pipeline.training.grpo import train_grpo
-    from pipeline.training.settings import GRPOSettings
+    from engine.training.grpo import train_grpo
+    from engine.training.settings import GRPOSettings
     tasks = generate({"single": 2, "reasoning": 2}, namespace="bench")
     settings = GRPOSettings(group_size=args["group_size"], tasks_per_step=1,
                             max_steps=args["grpo_steps"], max_new_tokens=args["max_new_tokens"],

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-# Shared-prefix batches (pipeline/training/prefix_share.py) are opt-in: faster, but round 1 of
+# Shared-prefix batches (engine/training/prefix_share.py) are opt-in: faster, but round 1 of
 # the default trained on them learned far less multi-turn skill (multi_turn 7/48 against 30/48
 # with random batches, same rows and seed; README "Shared-prefix SFT").
 SHARE_PREFIX_DEFAULT = False

@@ -68,7 +68,7 @@ class HFBackend:
     def __init__(self, model: str | Path, *, dtype: str = "bfloat16", max_batch: int = 64,
                  trust_remote_code: bool = False):
         import torch
-        from pipeline.models import load_model, load_tokenizer, resolve
+        from engine.models import load_model, load_tokenizer, resolve
         self.model_dir = resolve(model)
         self.tokenizer = load_tokenizer(self.model_dir)
         self.tokenizer.padding_side = "left"

@@ -3,9 +3,9 @@
 Reads top to bottom: check token consistency, build rows (drop and count what cannot be
 trained), configure TRL, train (resuming from the last checkpoint), save the adapter, merge.
 Batches are random and padding-free; their rows attend one by one
-(`pipeline/training/segment_attention.py`), and under bf16 autocast the frozen base is loaded in
+(`engine/training/segment_attention.py`), and under bf16 autocast the frozen base is loaded in
 bfloat16. With `share_prefix` batches group rows by their token prefix and run it once
-(`pipeline/training/prefix_share.py`).
+(`engine/training/prefix_share.py`).
 
 Loss falls only on assistant tokens of every assistant turn: TRL's `assistant_only_loss` reads
 the `{% generation %}` markers of `data/chat_template_training.jinja` (content + `<|im_end|>`
@@ -18,14 +18,14 @@ import time
 from pathlib import Path
 
 from data.trajectory import Trajectory
-from pipeline.training.consistency import (TemplateRoundTripError, check_consistency,
+from engine.training.consistency import (TemplateRoundTripError, check_consistency,
                                            normalise_messages, tokenize_conversation)
-from pipeline.training.curves import JsonlLog
-from pipeline.training.fused_head import score_labelled_positions_only
-from pipeline.training.lora import (finish, last_checkpoint, load_base, lora_config,
+from engine.training.curves import JsonlLog
+from engine.training.fused_head import score_labelled_positions_only
+from engine.training.lora import (finish, last_checkpoint, load_base, lora_config,
                                     training_tokenizer)
-from pipeline.training.panels import SFT_PANELS
-from pipeline.training.settings import SFTSettings
+from engine.training.panels import SFT_PANELS
+from engine.training.settings import SFTSettings
 
 
 def build_rows(trajectories: list[Trajectory], tokenizer, max_length: int) -> tuple[list, dict]:
@@ -79,8 +79,8 @@ def sft_trainer(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
     from datasets import Dataset
     from transformers import set_seed
 
-    from pipeline.training.prefix_share import PrefixSharingSFTTrainer
-    from pipeline.training.segment_attention import use_segment_attention
+    from engine.training.prefix_share import PrefixSharingSFTTrainer
+    from engine.training.segment_attention import use_segment_attention
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     set_seed(settings.seed)  # before the adapter is created: its init is random

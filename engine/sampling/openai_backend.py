@@ -45,7 +45,7 @@ class OpenAIBackend:
                            openai.RateLimitError, openai.InternalServerError)
         self.tokenizer = None
         if tokenizer is not None:
-            from pipeline.models import load_tokenizer, resolve
+            from engine.models import load_tokenizer, resolve
             self.tokenizer = load_tokenizer(resolve(tokenizer))
         self.config = {"base_url": self.base_url, "mode": mode, "model": self.model}
 

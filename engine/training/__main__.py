@@ -3,8 +3,8 @@
 The round loop samples, filters and gates in one process; only training is worth spreading.
 Run the round up to its accepted set, then:
 
-    accelerate launch --config_file pipeline/training/accelerate/fsdp.yaml \\
-        -m pipeline.training sft --trajectories RUN/round-1-grounding/accepted.jsonl \\
+    accelerate launch --config_file engine/training/accelerate/fsdp.yaml \\
+        -m engine.training sft --trajectories RUN/round-1-grounding/accepted.jsonl \\
         --model embedded:smollm2-135m --out RUN/round-1-grounding --settings sft.yaml
 
 `--settings` is a YAML mapping of SFTSettings (or GRPOSettings) fields. Outputs are those of
@@ -18,7 +18,7 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pipeline.training", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m engine.training", description=__doc__.split("\n")[0])
     ap.add_argument("method", choices=["sft", "grpo"])
     ap.add_argument("--trajectories", type=Path, help="accepted.jsonl (sft)")
     ap.add_argument("--tasks", type=Path, help="tasks.jsonl (grpo)")
@@ -30,17 +30,17 @@ def main(argv: list[str] | None = None) -> int:
     import yaml
     from data.jsonl import read_all
     from data.trajectory import Task, Trajectory
-    from pipeline.models import resolve
-    from pipeline.training.settings import GRPOSettings, SFTSettings
+    from engine.models import resolve
+    from engine.training.settings import GRPOSettings, SFTSettings
     raw = yaml.safe_load(args.settings.read_text()) if args.settings else {}
     if args.method == "sft":
-        from pipeline.training.sft import train_sft
+        from engine.training.sft import train_sft
         if not args.trajectories:
             raise SystemExit("sft needs --trajectories (an accepted.jsonl)")
         stats = train_sft(read_all(args.trajectories, Trajectory), resolve(args.model), args.out,
                           SFTSettings(**(raw or {})))
     else:
-        from pipeline.training.grpo import train_grpo
+        from engine.training.grpo import train_grpo
         if not args.tasks:
             raise SystemExit("grpo needs --tasks (a tasks.jsonl)")
         stats = train_grpo(read_all(args.tasks, Task), resolve(args.model), args.out,

@@ -1,7 +1,7 @@
 """The one interface every sampler backend implements.
 
 A backend turns rendered prompts (strings from `data.chatformat.render(...,
-add_generation_prompt=True)`) into completions. The multi-turn driver (`pipeline.rollout`)
+add_generation_prompt=True)`) into completions. The multi-turn driver (`engine.rollout`)
 owns conversations, parsing and tools; backends only generate.
 
 Chat-mode backends (an OpenAI-compatible chat endpoint that applies its own template) also

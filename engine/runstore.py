@@ -77,7 +77,7 @@ class RunStore:
         self._write_state(state)
 
     def set_round_timing(self, round_no: int, timing: dict) -> None:
-        """The round's time breakdown (`pipeline.timing.StepTimer.to_dict`), as `timing`."""
+        """The round's time breakdown (`engine.timing.StepTimer.to_dict`), as `timing`."""
         state = self.state()
         state["rounds"].setdefault(str(round_no), {"done": {}})["timing"] = timing
         self._write_state(state)

@@ -29,7 +29,7 @@ class LlamaCppBackend:
         """`model`: a .gguf path, or `embedded:smollm2-135m` for the shipped GGUF;
         `extra_buffers`: llama.cpp's repacked weight buffers (off: see the module doc)."""
         from llama_cpp import Llama
-        from pipeline.models import EMBEDDED, embedded_gguf
+        from engine.models import EMBEDDED, embedded_gguf
         path = embedded_gguf() if str(model) == EMBEDDED else Path(model)
         if path.suffix != ".gguf" or not path.exists():
             raise BackendError(f"llama_cpp backend needs an existing .gguf file, got {model!r}; "

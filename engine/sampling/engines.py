@@ -11,7 +11,7 @@ almost no CPU, but holds its weights and KV cache; on a GPU its reserved share).
 training needs that engine: the loop evaluates a round's baseline before its recipe. Outside
 `keep_engines()` every open starts an engine and closes it when its `with` block ends.
 
-Every start is timed as the `engine_start` step of the running `pipeline.timing` timer, every
+Every start is timed as the `engine_start` step of the running `engine.timing` timer, every
 close as `engine_stop` (a vLLM engine takes seconds to shut its processes down), and every
 hand-out of a kept engine is counted there as `engine_reuse`.
 """
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from pipeline import timing
+from engine import timing
 
 from .base import Backend
 

@@ -12,7 +12,7 @@ must be rendered exactly as the sampler and the gates render them.
 Rewards are the verifier's score (the gates' code) and a format reward, weighted from config;
 tool calls per trajectory and the unfinished share ride along as weight-0 rewards, so TRL logs
 them per step beside reward and KL. Groups whose rewards are all equal carry no gradient and are
-taken out of the loss (`pipeline.training.zero_variance`; share logged per step).
+taken out of the loss (`engine.training.zero_variance`; share logged per step).
 """
 from __future__ import annotations
 
@@ -26,13 +26,13 @@ from data.environment import DomainEnvironment, Environment
 from data.trajectory import Task
 from data.turns import Conversation, take_turn
 from data.verify import reward as verifier_score
-from pipeline.training.curves import JsonlLog
-from pipeline.training.fused_head import score_labelled_positions_only
-from pipeline.training.lora import (finish, last_checkpoint, load_base, lora_config,
+from engine.training.curves import JsonlLog
+from engine.training.fused_head import score_labelled_positions_only
+from engine.training.lora import (finish, last_checkpoint, load_base, lora_config,
                                     training_tokenizer)
-from pipeline.training.panels import GRPO_PANELS
-from pipeline.training.settings import GRPOSettings
-from pipeline.training.zero_variance import SHARE_KEY, DropZeroVariance
+from engine.training.panels import GRPO_PANELS
+from engine.training.settings import GRPOSettings
+from engine.training.zero_variance import SHARE_KEY, DropZeroVariance
 
 TASK_KEY = "task_id"  # carried on the prompt's system message; the renderer ignores it
 

@@ -11,12 +11,12 @@ import os
 import shutil
 from pathlib import Path
 
-from pipeline import timing
-from pipeline.models import load_model, load_tokenizer
-from pipeline.training.consistency import training_template
-from pipeline.training.curves import plot_curves, step_rows
-from pipeline.training.merge import merge_adapter, save_adapter
-from pipeline.training.settings import LoraSettings
+from engine import timing
+from engine.models import load_model, load_tokenizer
+from engine.training.consistency import training_template
+from engine.training.curves import plot_curves, step_rows
+from engine.training.merge import merge_adapter, save_adapter
+from engine.training.settings import LoraSettings
 
 
 def training_tokenizer(model_dir: Path):

@@ -13,7 +13,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from data.jsonl import Appender, write_atomic
-from pipeline.training.panels import panel_grid
+from engine.training.panels import panel_grid
 
 
 class JsonlLog(TrainerCallback):

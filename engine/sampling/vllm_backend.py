@@ -95,7 +95,7 @@ class VLLMBackend:
         list such as `0-3` (see the module docstring). `lora_adapter`: a PEFT adapter
         directory served on top of `model` by vLLM's LoRA support (no merge; every request
         uses it). Other keyword options go to `vllm.LLM` unchanged."""
-        from pipeline.models import resolve
+        from engine.models import resolve
         try:
             import vllm
             from vllm.platforms import current_platform

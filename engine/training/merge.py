@@ -9,7 +9,7 @@ import os
 import shutil
 from pathlib import Path
 
-from pipeline.models import atomic_dir, load_model, load_tokenizer
+from engine.models import atomic_dir, load_model, load_tokenizer
 
 
 def save_adapter(trainer, target: Path) -> Path:
