@@ -233,11 +233,25 @@ class PoolSettings(Strict):
         return self
 
 
+class ReplaySettings(Strict):
+    """Rows replayed from the accepted sets that trained the rounds promoted before this one
+    (`rounds.replay`), so a round does not wear down what they taught: a sample matched to
+    their kind x domain mix, seeded from (round, run seed), never a row decontamination
+    drops."""
+    share: float = Field(0.3, ge=0.0, lt=1.0,
+                         description="replayed rows as a share of all training rows (new + "
+                                     "replayed); 0 turns replay off")
+
+
 class PooledRoundSettings(SampledRoundSettings):
-    """Sampled rounds that can draw a pass-rate-aware pool instead of k samples per task."""
+    """Sampled rounds that can draw a pass-rate-aware pool instead of k samples per task,
+    and that replay earlier promoted rounds' rows beside their own."""
     pool: PoolSettings | None = Field(None, description="pass-rate-aware pool (unset: k "
                                                         "samples per task, every verified "
                                                         "success kept)")
+    replay: ReplaySettings = Field(default_factory=ReplaySettings,
+                                   description="replay of earlier promoted rounds' training "
+                                               "rows (share 0: off)")
 
     @model_validator(mode="after")
     def _check_pool(self):
