@@ -26,6 +26,7 @@ from pipeline import models
 from pipeline import recipes
 from pipeline import timing
 from pipeline.config import RunConfig, dump
+from pipeline.redo import finish_redo
 from pipeline.runstore import RunStore
 from pipeline.sampling import backend_opener, keep_engines
 from rounds.common import Candidate, NothingAccepted, RoundContext
@@ -65,6 +66,7 @@ def run(cfg: RunConfig, only_round: int | None = None, from_model: str | None = 
     store = RunStore(cfg.directory())
     store.lock()
     try:
+        finish_redo(store)  # a `--redo` killed while it dropped steps finishes first
         this_run = open_run(cfg, store, force, progress)
         start = Path(from_model) if (from_model and only_round) else None
         summary = {}

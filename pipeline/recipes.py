@@ -258,7 +258,7 @@ class PooledRoundSettings(SampledRoundSettings):
         p = self.pool
         if p is None:
             return self
-        if "k" in self.model_fields_set:
+        if "k" in self.model_fields_set and self.k != 1:  # 1: as a resolved config writes it
             raise ValueError("k and pool are both set: a pool samples pool.k_probe per task, "
                              "then tops up to pool.k_max; drop k")
         if "unsolved" in p.train_on and not self.oracle:
