@@ -22,7 +22,7 @@ KINDS = ("single", "parallel", "chained", "irrelevance", "recovery", "long_conte
 CANARY_KINDS: dict[str, tuple[str, ...]] = {
     "reasoning": ("reasoning",), "recovery": ("recovery",),
     "single_turn": ("single", "parallel"), "multi_turn": ("chained",),
-    "irrelevance": ("irrelevance",)}
+    "irrelevance": ("irrelevance",), "long_context": ("long_context",)}
 SYSTEM = ("You are a helpful assistant with access to tools. Think briefly inside <think></think>, "
           "call tools when they help, read their results, and finish with a short final answer.")
 

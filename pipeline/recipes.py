@@ -279,7 +279,11 @@ class PlanFinishSettings(PooledRoundSettings):
 
 class LongContextSettings(PlanFinishSettings):
     context_tokens: list[int] = Field(default_factory=lambda: [2000],
-                                      description="length buckets of long-context tasks")
+                                      description="length buckets of long-context tasks (and "
+                                                  "the lengths of the long_context canary)")
+    target: str = Field("long_context", description="canary that must improve for promotion "
+                                                    "(default: long_context, the canary at "
+                                                    "this round's lengths)")
 
 
 class SelfImproveSettings(PooledRoundSettings):

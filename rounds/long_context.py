@@ -1,6 +1,7 @@
 """Round 3, long context: many distractor tools, long tool outputs and histories, in length
 buckets (`context_tokens`); the plan + finish filter applied per bucket; a replay of earlier
-promoted rounds' rows (`rounds.replay`) beside them; packed SFT.
+promoted rounds' rows (`rounds.replay`) beside them; packed SFT. Its default target is the
+long_context canary, at the same lengths.
 
 A bucket is used only when its tasks fit: the oracle conversation of its longest probe task
 plus one turn's budget (`max_new_tokens`) within both `sampler.max_context_tokens` (what the

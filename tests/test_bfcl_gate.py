@@ -13,6 +13,7 @@ import pytest
 from data.chatformat import format_call
 from pipeline import config
 from pipeline.config import ConfigError, GateSettings
+from pipeline.recipes import CANARIES
 from pipeline.sampling.base import Completion
 
 needs_bfcl = pytest.mark.skipif(importlib.util.find_spec("bfcl_eval") is None,
@@ -37,7 +38,7 @@ def test_bfcl_canaries_in_the_config():
     # the report's thresholds spell out every evaluated canary's tolerance, BFCL ones too
     tol = cfg.gate.to_dict(["bfcl_simple_python", "bfcl_multi_turn_base"])["drop_abs"]
     assert tol["bfcl_simple_python"] == 0.1 and tol["bfcl_multi_turn_base"] == 0.02
-    assert tol["multi_turn"] == 0.02 and len(tol) == 7
+    assert tol["multi_turn"] == 0.02 and len(tol) == len(CANARIES) + 2
 
 
 @pytest.mark.parametrize("override, message", [
