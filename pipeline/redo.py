@@ -69,10 +69,11 @@ def plan(store: RunStore, round_no: int, step: str) -> dict:
     dropped = done[done.index(first):]
     rdir = round_dir(store, round_no)
     names = [*dropped]
-    if not set(dropped) <= set(TAIL):  # the candidate changes: training, gate, export go too
-        names += [s for s in done if s.startswith("train")] + ["train", *TAIL]
-        names += [p.name for p in rdir.glob("iter-*")]
     kept_steps = [s for s in done if s not in dropped]
+    if not set(dropped) <= set(TAIL):  # the candidate changes: training, gate, export go too
+        names += [*TAIL] + ([] if "train" in kept_steps else ["train"])  # done or partial
+        names += [p.name for p in rdir.glob("iter-*")
+                  if "train-" + p.name[len("iter-"):] not in kept_steps]
     kept_files = {out for s in kept_steps for out in step_outputs(s)}
     names += [f.stem for f in rdir.glob("*.jsonl")  # outputs of steps never recorded done
               if f.stem not in kept_steps and f.name not in kept_files]

@@ -191,3 +191,31 @@ def test_a_redo_plan_left_in_state_is_finished_by_the_next_run(run_a):
     assert store.promoted()["round"] == 2          # round 4's promotion rolled back
     assert "gate" not in store.state()["rounds"]["4"]["done"]
     assert "train" in store.state()["rounds"]["4"]["done"]
+
+
+def test_redo_plan_of_an_iterated_round_keeps_the_earlier_iteration(tmp_path):
+    """Round 4 with two iterations: redoing train-2 keeps iteration 1's model (iter-1) and
+    its rows; redoing `accepted` (its first match, accepted-1) drops both iterations."""
+    from pipeline.redo import plan
+    from pipeline.runstore import RunStore
+    store = RunStore(tmp_path / "run")
+    d = store.round_dir(4, "self_improve")
+    steps = [f"{s}-{i}" for i in (1, 2) for s in ("tasks", "rollouts", "accepted", "replay",
+                                                  "train")] + ["gate"]
+    for s in steps:
+        if not s.startswith("train"):
+            (d / f"{s}.jsonl").write_text("")
+        store.mark(4, s)
+    for i in (1, 2):
+        (d / f"iter-{i}" / "model").mkdir(parents=True)
+    (d / "rollouts-3.jsonl").write_text("")          # a step killed before it was marked done
+    p = plan(store, 4, "train-2")["redo"]
+    assert p["dropped"] == ["train-2", "gate"]
+    rel = {r.removeprefix("round-4-self-improve/") for r in p["remove"]}
+    assert {"iter-2", "gate", "export", "rollouts-3.jsonl"} <= rel
+    assert not rel & {"iter-1", "accepted-2.jsonl", "replay-2.jsonl"}
+    p = plan(store, 4, "accepted")["redo"]
+    assert p["dropped"] == steps[2:]
+    rel = {r.removeprefix("round-4-self-improve/") for r in p["remove"]}
+    assert {"iter-1", "iter-2", "accepted-1.jsonl", "tasks-2.jsonl"} <= rel
+    assert not rel & {"tasks-1.jsonl", "rollouts-1.jsonl"}
