@@ -434,7 +434,7 @@ for _kind in (
         TaskKind("recovery", _recovery, needs=("single",), pinnable=True, balanced=True,
                  canaries=("recovery",), doc="a tool error, then the retry it points to"),
         TaskKind("long_context", _long_context, needs=("single", "chained"),
-                 doc="a task inside long tool outputs, histories and distractor tools"),
+                 canaries=("long_context",), doc="a task inside long tool outputs, histories and distractor tools"),
         TaskKind("reasoning", _reasoning, canaries=("reasoning",), doc="arithmetic, no tools"),
         TaskKind("mismatch", _mismatch, needs=("single",), per_domain=False,
                  doc="a request offered other domains' tools: no call"),

@@ -13,7 +13,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from data.loaders import bfcl_task, load_bfcl, load_gsm8k
 from data.tasks import CANARY_KINDS, make
@@ -31,6 +31,7 @@ METRICS: dict[str, tuple[str, ...]] = {
     # right calls and right abstentions apart: `calls` over items with a fitting tool,
     # `abstentions` over items without one; `correct` over all of them
     "many_tools": ("correct", "calls", "abstentions"),
+    "long_context": ("success", "pass@k"),
     "bfcl": ("exact", "args", "name", "has_call"),
 }
 
@@ -66,23 +67,38 @@ class Suite:
                 "primary": self.primary}
 
 
-def builtin_suite(name: str, n: int, version: str = "v1", domains: Iterable[str] | None = None
-                  ) -> Suite:
-    """Canary `name` with `n` items, split evenly over its generator kinds."""
+LONG_CONTEXT_TOKENS = (2000,)  # lengths of the long_context canary when no round gives any
+
+
+def builtin_suite(name: str, n: int, version: str = "v1", domains: Iterable[str] | None = None,
+                  context_tokens: Sequence[int] = LONG_CONTEXT_TOKENS) -> Suite:
+    """Canary `name` with `n` items, split evenly over its generator kinds. The long_context
+    canary's items cycle through `context_tokens` (the long-context round's lengths: many
+    distractor tools, padded tool outputs, earlier turns), each length's items prefix-stable;
+    its namespace names the lengths, so other lengths make other items."""
     if name not in CANARY_KINDS:
         raise ValueError(f"unknown canary {name!r}; choose from {', '.join(CANARY_KINDS)}")
     if n < 0:
         raise ValueError(f"canary {name}: size must be >= 0, got {n}")
     kinds = CANARY_KINDS[name]
-    items = [make(kinds[i % len(kinds)], i // len(kinds), split="canary",
-                  namespace=f"canary-{version}", domains=domains) for i in range(n)]
+    if name == "long_context":
+        lengths = list(context_tokens) or list(LONG_CONTEXT_TOKENS)
+        items = [make("long_context", i // len(lengths), split="canary",
+                      namespace=f"canary-{version}-{lengths[i % len(lengths)]}",
+                      domains=domains, context_tokens=lengths[i % len(lengths)])
+                 for i in range(n)]
+    else:
+        items = [make(kinds[i % len(kinds)], i // len(kinds), split="canary",
+                      namespace=f"canary-{version}", domains=domains) for i in range(n)]
     return Suite(name, version, name, items)
 
 
 def build_suites(sizes: dict[str, int], version: str = "v1",
-                 domains: Iterable[str] | None = None) -> list[Suite]:
+                 domains: Iterable[str] | None = None,
+                 context_tokens: Sequence[int] = LONG_CONTEXT_TOKENS) -> list[Suite]:
     """The built-in canaries, e.g. `build_suites({"reasoning": 20, "single_turn": 20})`."""
-    return [builtin_suite(name, n, version, domains) for name, n in sizes.items() if n > 0]
+    return [builtin_suite(name, n, version, domains, context_tokens)
+            for name, n in sizes.items() if n > 0]
 
 
 def bfcl_suite(name: str, questions: str | Path, answers: str | Path | None = None,
@@ -111,11 +127,15 @@ def gsm8k_suite(name: str, path: str | Path, limit: int | None = None,
 
 
 def canary_prompts(suites: Iterable[Suite]) -> list[str]:
-    """Every prompt (and earlier user turn) of the suites, for the decontamination filter."""
+    """Every prompt (and earlier user turn) of the suites, for the decontamination filter.
+    A long_context item's earlier turns are left out: they are filler notes cut from one
+    19-word cycle that every long task shares (padding, not the item's identity), and
+    their `Note <n>:` openings would match most training tasks' notes."""
     seen, out = set(), []
     for s in suites:
         for t in s.items:
-            texts = [t.prompt] + [m.get("content", "") for m in t.history if m.get("role") == "user"]
+            history = [] if t.kind == "long_context" else t.history
+            texts = [t.prompt] + [m.get("content", "") for m in history if m.get("role") == "user"]
             for text in texts:
                 if text and text not in seen:
                     seen.add(text)

@@ -99,7 +99,7 @@ def score_item(suite: Suite, task: Task, trajs: list[Trajectory]) -> dict[str, f
     if not trajs:
         raise ValueError(f"{suite.name}: item {task.id} has no trajectories")
     k = len(trajs)
-    if suite.scorer in ("reasoning", "recovery", "multi_turn"):
+    if suite.scorer in ("reasoning", "recovery", "multi_turn", "long_context"):
         ok = [float(t.success and (t.verification.checks.get("no_loop", True))) for t in trajs]
         return {suite.primary: sum(ok) / k, "pass@k": max(ok)}
     if suite.scorer == "irrelevance":

@@ -19,7 +19,7 @@ from engine.sampling import backend_opener
 from engine.sampling.base import SamplingParams
 
 from . import bfcl_canary
-from .canaries import Suite, bfcl_suite, build_suites, gsm8k_suite
+from .canaries import LONG_CONTEXT_TOKENS, Suite, bfcl_suite, build_suites, gsm8k_suite
 from .evaluate import (EVAL_FILE, SEED_ROUND, External, evaluate, external_todo, finished,
                        load_eval, missing_rollouts, previous_eval)
 from .promote import Decision, decide
@@ -46,11 +46,21 @@ def suites_for(cfg: RunConfig, sizes: dict[str, int] | None = None) -> list[Suit
     gate: `cfg.canaries.sizes_for(rs)`), plus each extra BFCL / GSM8K file. (BFCL categories
     as canaries, `canaries.bfcl`, are scored by BFCL's own checkers, not the rollout driver:
     `bfcl_external`.)"""
-    suites = build_suites(cfg.canaries.sizes if sizes is None else sizes, cfg.canaries.version)
+    suites = build_suites(cfg.canaries.sizes if sizes is None else sizes, cfg.canaries.version,
+                          context_tokens=long_context_lengths(cfg))
     for f in cfg.canaries.files:
         p = Path(f)
         suites.append(gsm8k_suite(p.stem, p) if "gsm" in p.name.lower() else bfcl_suite(p.stem, p))
     return suites
+
+
+def long_context_lengths(cfg: RunConfig) -> list[int]:
+    """The long_context canary's lengths: the `context_tokens` of the run's first round that
+    has them (the long-context round), else the built-in default."""
+    for rs in cfg.rounds.values():
+        if getattr(rs, "context_tokens", None):
+            return list(rs.context_tokens)
+    return list(LONG_CONTEXT_TOKENS)
 
 
 def bfcl_external(cfg: RunConfig, params: SamplingParams) -> External | None:

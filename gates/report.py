@@ -305,7 +305,8 @@ def round_notes(run_dir: str | Path) -> list[str]:
 
 def step_notes(done: dict) -> list[tuple[str, str]]:
     """(step, one line) for each recorded step of a round that says what it trained on: a
-    pool (rounds 2-4), round 3's length fit, round 5's frontier probe."""
+    pool (rounds 2-4), round 3's length fit, round 5's frontier probe, new and replayed
+    rows (rounds 2-4)."""
     out = []
     for step, info in done.items():
         if step == "frontier" and "used" in info:
@@ -314,7 +315,21 @@ def step_notes(done: dict) -> list[tuple[str, str]]:
             out.append((step, pool_text(info)))
         elif step == "context" and "used" in info:
             out.append((step, context_text(info)))
+        elif step.startswith("replay") and "replayed" in info:
+            out.append((step, replay_text(info)))
     return out
+
+
+def replay_text(r: dict) -> str:
+    """`12 new (chained 8, single 4) + 5 replayed: round 1 chained 2, single 3 (share 0.30,
+    pool 40, 1 dropped by decontamination)` (`rounds.replay`)."""
+    def kinds(c: dict) -> str:
+        return ", ".join(f"{k} {v}" for k, v in c.items())
+    by_round = "; ".join(f"round {n} {kinds(c)}" for n, c in r.get("by_round", {}).items())
+    return (f"{r.get('new', 0)} new ({kinds(r.get('new_by_kind', {})) or '-'}) + "
+            f"{r['replayed']} replayed" + (f": {by_round}" if by_round else "")
+            + f" (share {r.get('share', 0):.2f}, pool {r.get('pool', 0)}, "
+              f"{r.get('decontaminated', 0)} dropped by decontamination)")
 
 
 def frontier_text(f: dict) -> str:

@@ -15,11 +15,23 @@ BENCHES = {"rollout": "pipeline.bench.rollout", "train": "pipeline.bench.train",
 
 
 def _config(args):
+    """The config of `pipeline run`: a YAML file or preset with overrides, or a run directory
+    given as the positional, whose `run.yaml` (the config it ran with) is read back, with
+    overrides over it."""
     from pipeline import config
     overrides = list(args.overrides or [])
+    path = args.config
+    if path and Path(path).is_dir():  # a run directory: its recorded config
+        if args.run_dir or args.preset:
+            raise config.ConfigError(f"{path} is a run directory: give it alone, without "
+                                     "--run-dir or --preset")
+        if not (Path(path) / "run.yaml").exists():
+            raise config.ConfigError(f"{path}: no run.yaml here (not a run directory); give "
+                                     "a config file or --preset with --run-dir")
+        return config.load(Path(path) / "run.yaml", None, [f"run_dir={path}", *overrides])
     if args.run_dir:
         overrides.append(f"run_dir={args.run_dir}")
-    return config.load(args.config, args.preset, overrides)
+    return config.load(path, args.preset, overrides)
 
 
 def cmd_run(args) -> int:
@@ -30,6 +42,10 @@ def cmd_run(args) -> int:
     cfg = _config(args)  # a bad config fails here, before any work
     if args.round is not None and not 1 <= args.round <= len(cfg.rounds):
         raise SystemExit(f"--round takes 1..{len(cfg.rounds)} (the rounds of this config)")
+    if args.redo and args.round is None:
+        raise SystemExit("--redo needs --round N: the round whose step to redo")
+    if args.redo and not args.dry_run:
+        start_redo(cfg, args.round, args.redo, list(args.overrides or []))
     if args.dry_run:
         print(dump(cfg))
         store_dir = cfg.directory()
@@ -63,6 +79,32 @@ def cmd_run(args) -> int:
     return 0
 
 
+def start_redo(cfg, round_no: int, step: str, overrides: list[str]) -> None:
+    """Drop `step` of round `round_no` and everything after it (`pipeline.redo`), under the
+    run's lock, and say what was dropped."""
+    from pipeline.redo import plan, start_redo as drop
+    from engine.runstore import RunStore
+    if not (cfg.directory() / "state.json").exists():
+        raise FileNotFoundError(f"{cfg.directory()}: no run here (no state.json) to redo a "
+                                "step of")
+    from data.jsonl import write_text_atomic
+    from pipeline.config import dump
+    store = RunStore(cfg.directory())
+    store.lock()
+    try:
+        plan(store, round_no, step)  # no such round or step: an error before anything changes
+        # the config with the overrides next: a resume after a kill reruns with them
+        write_text_atomic(store.root / "run.yaml", dump(cfg))
+        redo = drop(store, round_no, step, overrides, cfg.export.quant, cfg.export.system)
+    finally:
+        store.unlock()
+    later = f"; rounds {redo['later_rounds']} dropped" if redo["later_rounds"] else ""
+    back = (f"; promoted.json back to round {redo['promoted']['round']}" if redo["promoted"]
+            else "; promoted.json back to the base model") if redo["rollback"] else ""
+    print(f"redo round {round_no}: dropped {', '.join(redo['dropped'])}{later}{back}",
+          file=sys.stderr)
+
+
 def training_plan(rs) -> str:
     """How a round trains, in a few words: `SFT k=2`, `SFT pool k 2-6` (a pass-rate-aware
     pool) or `GRPO 16x2x4 probe k=4` (steps x tasks x group, the frontier probe)."""
@@ -93,6 +135,37 @@ def cmd_report(args) -> int:
     if final:
         print("\n" + final)
     print(f"html: {write_run_report(Path(args.run))}")
+    return 0
+
+
+def cmd_fork(args) -> int:
+    from pipeline.fork import ForkError, fork
+    try:
+        info = fork(Path(args.run), Path(args.new))
+    except ForkError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"forked {info['from']} -> {info['to']}: {info['rewritten_files']} file(s) with paths "
+          f"rewritten, {info['linked_files']} weight file(s) hard-linked")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from gates.compare import CompareError, compare, markdown, text
+    try:
+        result = compare(Path(args.run_a), Path(args.run_b), args.round)
+    except CompareError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(text(result))
+    if args.markdown:
+        out = Path(args.markdown)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        command = (f"pipeline compare {args.run_a} {args.run_b}"
+                   + (f" --round {args.round}" if args.round else "")
+                   + f" --markdown {args.markdown}")
+        out.write_text(markdown(result, command))
+        print(f"written: {out}")
     return 0
 
 
@@ -181,7 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
 
     def cfg_args(p):
-        p.add_argument("config", nargs="?", help="run config YAML (default: the default preset)")
+        p.add_argument("config", nargs="?", help="run config YAML (default: the default "
+                                                 "preset), or a run directory: the config "
+                                                 "it ran with (its run.yaml)")
         p.add_argument("--preset", help="a shipped config: default, tiny")
         p.add_argument("--run-dir", help="run directory (default runs/<name>)")
         p.add_argument("-o", "--set", dest="overrides", action="append", metavar="KEY=VALUE",
@@ -192,6 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--round", type=int, help="run only this round (1-5)")
     p.add_argument("--from", dest="from_model", help="with --round: start from this model dir")
     p.add_argument("--dry-run", action="store_true", help="validate the config, print the plan")
+    p.add_argument("--redo", metavar="STEP", help="with --round N: drop STEP of round N "
+                   "(e.g. train), the steps after it and later rounds, then rerun them; give "
+                   "the run directory as the positional (pipeline run RUN --round 4 --redo "
+                   "train -o rounds.self_improve.sft.seed=1)")
     p.add_argument("--force", action="store_true", help="promote even if the gate fails "
                                                         "(written into the report)")
     p.add_argument("--no-progress", action="store_true")
@@ -204,6 +283,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="print the gate summary table and write report.html")
     p.add_argument("run")
     p.set_defaults(fn=cmd_report)
+
+    p = sub.add_parser("fork", help="copy a run directory to a new one, paths rewritten "
+                                    "(for redo experiments)")
+    p.add_argument("run")
+    p.add_argument("new")
+    p.set_defaults(fn=cmd_fork)
+
+    p = sub.add_parser("compare", help="paired canary table of two runs' candidates of a round")
+    p.add_argument("run_a")
+    p.add_argument("run_b")
+    p.add_argument("--round", type=int, help="default: the last round both have a gate "
+                                             "evaluation for")
+    p.add_argument("--markdown", metavar="FILE", help="also write the table as markdown "
+                                                      "(e.g. docs/results/<name>.md)")
+    p.set_defaults(fn=cmd_compare)
 
     p = sub.add_parser("eval", help="evaluate a model on the canary suites")
     p.add_argument("model", help="model dir, a run dir (its promoted model), "
@@ -262,9 +356,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     from pipeline.config import ConfigError
     from engine.runstore import RunLocked
+    from pipeline.redo import RedoError
     try:
         return args.fn(args) or 0
-    except (ConfigError, RunLocked, FileNotFoundError) as err:
+    except (ConfigError, RunLocked, FileNotFoundError, RedoError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 

@@ -305,4 +305,6 @@ def load(path: str | Path | None = None, preset: str | None = None,
 
 
 def dump(cfg: RunConfig) -> str:
-    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
+    """The resolved config as YAML, every round with all its recipe's keys (not only those
+    of `RoundSettings`), so `load` reads it back as the same config (a run's run.yaml)."""
+    return yaml.safe_dump(cfg.model_dump(mode="json", serialize_as_any=True), sort_keys=False)

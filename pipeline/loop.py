@@ -28,6 +28,7 @@ from engine import timing
 from pipeline.config import RunConfig, dump
 from engine.runstore import RunStore
 from engine.sampling import backend_opener, keep_engines
+from pipeline.redo import finish_redo
 from rounds.common import Candidate, NothingAccepted, RoundContext
 
 log = logging.getLogger("toolsmith")
@@ -65,6 +66,7 @@ def run(cfg: RunConfig, only_round: int | None = None, from_model: str | None = 
     store = RunStore(cfg.directory())
     store.lock()
     try:
+        finish_redo(store)  # a `--redo` killed while it dropped steps finishes first
         this_run = open_run(cfg, store, force, progress)
         start = Path(from_model) if (from_model and only_round) else None
         summary = {}

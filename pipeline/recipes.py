@@ -240,18 +240,32 @@ class PoolSettings(Strict):
         return self
 
 
+class ReplaySettings(Strict):
+    """Rows replayed from the accepted sets that trained the rounds promoted before this one
+    (`rounds.replay`), so a round does not wear down what they taught: a sample matched to
+    their kind x domain mix, seeded from (round, run seed), never a row decontamination
+    drops."""
+    share: float = Field(0.3, ge=0.0, lt=1.0,
+                         description="replayed rows as a share of all training rows (new + "
+                                     "replayed); 0 turns replay off")
+
+
 class PooledRoundSettings(SampledRoundSettings):
-    """Sampled rounds that can draw a pass-rate-aware pool instead of k samples per task."""
+    """Sampled rounds that can draw a pass-rate-aware pool instead of k samples per task,
+    and that replay earlier promoted rounds' rows beside their own."""
     pool: PoolSettings | None = Field(None, description="pass-rate-aware pool (unset: k "
                                                         "samples per task, every verified "
                                                         "success kept)")
+    replay: ReplaySettings = Field(default_factory=ReplaySettings,
+                                   description="replay of earlier promoted rounds' training "
+                                               "rows (share 0: off)")
 
     @model_validator(mode="after")
     def _check_pool(self):
         p = self.pool
         if p is None:
             return self
-        if "k" in self.model_fields_set:
+        if "k" in self.model_fields_set and self.k != 1:  # 1: as a resolved config writes it
             raise ValueError("k and pool are both set: a pool samples pool.k_probe per task, "
                              "then tops up to pool.k_max; drop k")
         if "unsolved" in p.train_on and not self.oracle:
@@ -272,7 +286,11 @@ class PlanFinishSettings(PooledRoundSettings):
 
 class LongContextSettings(PlanFinishSettings):
     context_tokens: list[int] = Field(default_factory=lambda: [2000],
-                                      description="length buckets of long-context tasks")
+                                      description="length buckets of long-context tasks (and "
+                                                  "the lengths of the long_context canary)")
+    target: str = Field("long_context", description="canary that must improve for promotion "
+                                                    "(default: long_context, the canary at "
+                                                    "this round's lengths)")
 
 
 class SelfImproveSettings(PooledRoundSettings):

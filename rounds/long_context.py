@@ -1,5 +1,7 @@
 """Round 3, long context: many distractor tools, long tool outputs and histories, in length
-buckets (`context_tokens`); the plan + finish filter applied per bucket; packed SFT.
+buckets (`context_tokens`); the plan + finish filter applied per bucket; a replay of earlier
+promoted rounds' rows (`rounds.replay`) beside them; packed SFT. Its default target is the
+long_context canary, at the same lengths.
 
 A bucket is used only when its tasks fit: the oracle conversation of its longest probe task
 plus one turn's budget (`max_new_tokens`) within both `sampler.max_context_tokens` (what the
@@ -17,6 +19,7 @@ from data.chatformat import render
 from pipeline.recipes import LongContextSettings
 from rounds.common import Candidate, RoundContext, make_tasks, train
 from rounds.pool import accepted_rows
+from rounds.replay import replay_rows
 
 SETTINGS = LongContextSettings
 PROBE_TASKS = 3  # tasks measured per length (the longest decides)
@@ -27,7 +30,8 @@ def run(ctx: RoundContext) -> Candidate:
     tasks = make_tasks(ctx, context_tokens=lengths)          # long_context tasks per length bucket
     accepted = accepted_rows(ctx, tasks, ctx.start_model,    # plans required (require_plan)
                              balance=["length_bucket", "kind"])
-    return Candidate(train(ctx, accepted, ctx.start_model), ctx.stats)
+    replayed = replay_rows(ctx, accepted)                    # earlier promoted rounds' rows
+    return Candidate(train(ctx, accepted + replayed, ctx.start_model), ctx.stats)
 
 
 def fitting_lengths(ctx: RoundContext) -> list[int]:

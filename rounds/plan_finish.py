@@ -1,10 +1,12 @@
 """Round 2, plan + finish: on-policy samples of the promoted model that plan in <think> before
 the first call, end the turn with a final answer and nothing after it, within the turn limit.
 With `pool`, a pass-rate-aware pool (`rounds.pool`) trains on the tasks the model solves
-sometimes but not reliably."""
+sometimes but not reliably; a replay of earlier promoted rounds' rows (`rounds.replay`)
+trains beside them."""
 from pipeline.recipes import PlanFinishSettings
 from rounds.common import Candidate, RoundContext, make_tasks, train
 from rounds.pool import accepted_rows
+from rounds.replay import replay_rows
 
 SETTINGS = PlanFinishSettings
 
@@ -12,4 +14,5 @@ SETTINGS = PlanFinishSettings
 def run(ctx: RoundContext) -> Candidate:
     tasks = make_tasks(ctx)
     accepted = accepted_rows(ctx, tasks, ctx.start_model)   # plans required (require_plan)
-    return Candidate(train(ctx, accepted, ctx.start_model), ctx.stats)
+    replayed = replay_rows(ctx, accepted)                   # earlier promoted rounds' rows
+    return Candidate(train(ctx, accepted + replayed, ctx.start_model), ctx.stats)

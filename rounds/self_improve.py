@@ -1,11 +1,12 @@
 """Round 4, on-policy self-improvement (expert iteration): k samples per task from the current
 model (or, with `pool`, a pass-rate-aware pool: `rounds.pool`), keep verified successes, match
 the distribution (cap per task, balance domains / kinds / turn counts, shortest success first),
-train; with `iterations` > 1, each iteration samples new tasks from the model the one before
+add a replay of earlier promoted rounds' rows (`rounds.replay`), train; with `iterations` > 1, each iteration samples new tasks from the model the one before
 trained, and trains on top of it."""
 from pipeline.recipes import SelfImproveSettings
 from rounds.common import Candidate, RoundContext, make_tasks, train
 from rounds.pool import accepted_rows
+from rounds.replay import replay_rows
 
 SETTINGS = SelfImproveSettings
 
@@ -16,6 +17,7 @@ def run(ctx: RoundContext) -> Candidate:
         sfx = "" if ctx.settings.iterations == 1 else f"-{it}"
         tasks = make_tasks(ctx, step=f"tasks{sfx}", namespace=f"round-{ctx.number}-it{it}")
         accepted = accepted_rows(ctx, tasks, model, sfx=sfx)
+        replayed = replay_rows(ctx, accepted, sfx=sfx)   # earlier promoted rounds' rows
         out = ctx.dir if not sfx else ctx.dir / f"iter-{it}"
-        model = train(ctx, accepted, model, step=f"train{sfx}", out_dir=out)
+        model = train(ctx, accepted + replayed, model, step=f"train{sfx}", out_dir=out)
     return Candidate(model, ctx.stats)

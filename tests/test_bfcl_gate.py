@@ -14,6 +14,7 @@ from data.chatformat import format_call
 from pipeline import config
 from pipeline.config import ConfigError, GateSettings
 from engine.sampling.base import Completion
+from pipeline.recipes import CANARIES
 
 needs_bfcl = pytest.mark.skipif(importlib.util.find_spec("bfcl_eval") is None,
                                 reason="bfcl-eval is not installed (see .ci/setup)")
@@ -37,7 +38,7 @@ def test_bfcl_canaries_in_the_config():
     # the report's thresholds spell out every evaluated canary's tolerance, BFCL ones too
     tol = cfg.gate.to_dict(["bfcl_simple_python", "bfcl_multi_turn_base"])["drop_abs"]
     assert tol["bfcl_simple_python"] == 0.1 and tol["bfcl_multi_turn_base"] == 0.02
-    assert tol["multi_turn"] == 0.02 and len(tol) == 7
+    assert tol["multi_turn"] == 0.02 and len(tol) == len(CANARIES) + 2
 
 
 @pytest.mark.parametrize("override, message", [
@@ -46,14 +47,14 @@ def test_bfcl_canaries_in_the_config():
     ("canaries.bfcl={simple_python: 0}", "canaries.bfcl: {'simple_python': 0}: a BFCL canary "
                                          "needs at least 1 item"),
     ("gate.drop_abs={bfcl_nope: 0.1}", "gate.drop_abs: {'bfcl_nope': 0.1}: keys must be "
-                                       "canaries (reasoning, "),
+                                       "canaries (single_turn, "),
     ("gate.floors={bfcl_parallel: 0.1}", "gate.floors: ['bfcl_parallel'] not configured; add "
                                          "the categories to canaries.bfcl"),
     ("rounds.long_context.target=bfcl_parallel",
      "rounds.long_context.target: canary 'bfcl_parallel' is not configured; add it to "
      "canaries.bfcl (e.g. canaries.bfcl: {parallel: 50})"),
     ("rounds.long_context.target=bfcl_nope",
-     "rounds.long_context: target 'bfcl_nope' is not a canary; choose from reasoning, "),
+     "rounds.long_context: target 'bfcl_nope' is not a canary; choose from single_turn, "),
 ])
 def test_bad_bfcl_config_names_the_key(override, message):
     with pytest.raises(ConfigError) as err:

@@ -30,8 +30,8 @@ def test_round_sizes_override_the_run_sizes():
     assert cfg.canaries.sizes_for(si) == {"single_turn": 2, "multi_turn": 3, "recovery": 40,
                                           "reasoning": 5}
     assert cfg.canaries.sizes_for(cfg.rounds["grounding"]) == cfg.canaries.sizes
-    assert cfg.canaries.largest_sizes(cfg.rounds.values()) == {
-        "single_turn": 2, "multi_turn": 30, "recovery": 40, "reasoning": 5}
+    assert cfg.canaries.largest_sizes(cfg.rounds.values()) == {  # long_context: tiny round 3's
+        "single_turn": 2, "multi_turn": 30, "recovery": 40, "reasoning": 5, "long_context": 2}
 
 
 def test_a_round_may_size_its_own_target():
@@ -73,12 +73,13 @@ def test_decontamination_covers_the_largest_round_sizes(tmp_path):
                "recovery: 2}", "rounds.plan_finish.canaries={multi_turn: 30}")
     run = open_run(cfg, RunStore(cfg.directory()), force=False, progress=False)
     sizes = {s.name: len(s.items) for s in run.suites}
-    assert sizes == {"single_turn": 2, "multi_turn": 30, "recovery": 2}
+    assert sizes == {"single_turn": 2, "multi_turn": 30, "recovery": 2, "long_context": 2}
     far = builtin_suite("multi_turn", 30).items[-1]          # only the 30-item suite has it
     assert run.decontaminator.hit(far.prompt) is not None
     pf = {s.name: len(s.items) for s in round_suites(run, cfg.rounds["plan_finish"])}
     gr = {s.name: len(s.items) for s in round_suites(run, cfg.rounds["grounding"])}
-    assert pf == sizes and gr == {"single_turn": 2, "multi_turn": 3, "recovery": 2}
+    assert pf == {"single_turn": 2, "multi_turn": 30, "recovery": 2}  # long_context: round 3's
+    assert gr == {"single_turn": 2, "multi_turn": 3, "recovery": 2}
 
 
 class Counting:
@@ -144,5 +145,5 @@ def test_dry_run_states_the_rounds_own_target_size(tmp_path, capsys):
     at = next(i for i, line in enumerate(plan) if " plan_finish " in line)
     assert "target=multi_turn   n=100  keep MDE=0.075 " in plan[at]
     assert "WARNING" not in plan[at + 1]
-    long_context = next(line for line in plan if " long_context " in line)
-    assert "target=multi_turn   n=3 " in long_context          # the run-wide size
+    self_improve = next(line for line in plan if " self_improve " in line)
+    assert "target=recovery     n=3 " in self_improve          # the run-wide size
