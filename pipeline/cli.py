@@ -152,6 +152,13 @@ def cmd_bench(args) -> int:
     return importlib.import_module(BENCHES[args.name]).main(args.rest)
 
 
+def cmd_config(args) -> int:
+    from pipeline import config_reference as ref
+    keys = ref.all_keys()
+    print(ref.markdown(keys) if args.markdown else ref.text(keys), end="" if args.markdown else "\n")
+    return 0
+
+
 def cmd_tasks(args) -> int:
     from data import tasks
     for i in range(args.start, args.start + args.n):
@@ -240,6 +247,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", choices=sorted(BENCHES))
     p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark")
     p.set_defaults(fn=cmd_bench)
+
+    p = sub.add_parser("config", help="every config key with its type, default and help")
+    p.add_argument("--markdown", action="store_true", help="as docs/config.md")
+    p.set_defaults(fn=cmd_config)
 
     p = sub.add_parser("tasks", help="print generated tasks with tools and ground truth")
     from data.tasks import KINDS

@@ -91,11 +91,14 @@ class GateSettings(Strict):
 
 
 class CanarySettings(Strict):
-    version: str = "v1"
+    version: str = Field("v1", description="suite version: another version draws other items")
     k: int = Field(2, ge=1, description="samples per item (pass@k)")
-    sizes: dict[str, int] = Field(default_factory=lambda: {c: 20 for c in CANARIES})
-    max_new_tokens: int = 192
-    temperature: float = Field(0.7, ge=0.0)
+    sizes: dict[str, int] = Field(default_factory=lambda: {c: 20 for c in CANARIES},
+                                  description="items per built-in canary (every gate; a round's "
+                                              "canaries key sizes its own)")
+    max_new_tokens: int = Field(192, description="tokens per assistant turn in evaluations")
+    temperature: float = Field(0.7, ge=0.0, description="sampling temperature of evaluations "
+                                                        "(0: greedy)")
     files: list[str] = Field(default_factory=list, description="extra suites: BFCL/GSM8K files")
     bfcl: dict[str, int] = Field(default_factory=dict,
                                  description="BFCL categories as canaries, category -> items "
@@ -147,33 +150,51 @@ class CanarySettings(Strict):
 
 
 class ExportSettings(Strict):
-    enabled: bool = True
-    quant: Literal[tuple(QUANTS)] = "Q6_K"
-    load_check: bool = True
-    check_items: int = Field(6, ge=1)
-    min_agreement: float = Field(0.5, ge=0.0, le=1.0)
+    enabled: bool = Field(True, description="export every promoted model to GGUF")
+    quant: Literal[tuple(QUANTS)] = Field("Q6_K", description="llama.cpp quantization of the "
+                                                              "GGUF")
+    load_check: bool = Field(True, description="play canary items through the GGUF (llama.cpp) "
+                                               "and the merged HF model; fail when they disagree")
+    check_items: int = Field(6, ge=1, description="canary items the load check plays")
+    min_agreement: float = Field(0.5, ge=0.0, le=1.0,
+                                 description="the load check fails below this share of items "
+                                             "where the GGUF and the HF model agree")
     check_max_tokens: int = Field(96, ge=8, description="tokens per turn in the load check")
-    system: str | None = None
+    system: str | None = Field(None, description="system prompt written into the Modelfile")
 
 
 class SamplerSettings(Strict):
-    backend: Literal["auto", "vllm", "transformers", "llama_cpp", "openai"] = "auto"
+    backend: Literal["auto", "vllm", "transformers", "llama_cpp", "openai"] = Field(
+        "auto", description="auto: vLLM where installed, else transformers; llama_cpp samples "
+                            "a GGUF, openai an OpenAI-compatible server")
     options: dict[str, Any] = Field(default_factory=dict,
-                                    description="passed to the backend (e.g. gpu_memory_utilization)")
-    max_context_tokens: int = Field(4096, ge=256)
+                                    description="passed to the backend: vLLM's "
+                                                "gpu_memory_utilization, tensor_parallel_size, "
+                                                "kv_cache_gib, cpu_bind (all, auto, nobind or "
+                                                "a CPU list; default all); llama.cpp's "
+                                                "extra_buffers (default false)")
+    max_context_tokens: int = Field(4096, ge=256, description="context window of the sampler "
+                                                              "(prompt and generated tokens)")
 
 
 class RunConfig(Strict):
-    name: str = "default"
+    name: str = Field("default", description="run name (the run directory defaults to "
+                                             "runs/<name>)")
     run_dir: str | None = Field(None, description="default: runs/<name>")
     model: str = Field("embedded:smollm2-135m", description="base model: embedded:smollm2-135m, "
                                                             "tiny:W, or an HF directory")
-    trust_remote_code: bool = False
-    seed: int = 0
-    sampler: SamplerSettings = Field(default_factory=SamplerSettings)
-    canaries: CanarySettings = Field(default_factory=CanarySettings)
-    gate: GateSettings = Field(default_factory=GateSettings)
-    export: ExportSettings = Field(default_factory=ExportSettings)
+    trust_remote_code: bool = Field(False, description="not read yet: models load without "
+                                                       "remote code whatever it says")
+    seed: int = Field(0, description="not read yet: seeds derive from round, task and sample "
+                                     "(and sft.seed, grpo.seed)")
+    sampler: SamplerSettings = Field(default_factory=SamplerSettings,
+                                     description="how rounds and gates sample the model")
+    canaries: CanarySettings = Field(default_factory=CanarySettings,
+                                     description="held-out suites every gate evaluates")
+    gate: GateSettings = Field(default_factory=GateSettings,
+                               description="when a round's model is promoted")
+    export: ExportSettings = Field(default_factory=ExportSettings,
+                                   description="GGUF export of promoted models")
     rounds: dict[str, RoundSettings] = Field(
         default_factory=dict, description="round name -> its recipe's settings, in run order "
                                           "(built-in rounds left out run with defaults)")

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+MACHINE_BF16 = {"default_doc": "true where the CPU/GPU computes bf16 natively"}  # config reference
 DEFAULT_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -78,7 +79,7 @@ class SFTSettings(Settings):
     padding_free: bool = Field(True, description="flatten each batch into one sequence without "
                                                  "padding, each row attending on its own (SDPA "
                                                  "per row); false: TRL's padded batches")
-    bf16: bool = Field(default_factory=bf16_supported,
+    bf16: bool = Field(default_factory=bf16_supported, json_schema_extra=MACHINE_BF16,
                        description="bf16 autocast; default true only where the CPU/GPU supports it")
     base_dtype: Literal["auto", "float32", "bfloat16"] = Field(
         "auto", description="dtype of the frozen base weights (the adapter stays float32). "
@@ -139,7 +140,7 @@ class GRPOSettings(Settings):
                                               "process (TRL's colocate mode; CUDA only)")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0.0, le=1.0,
                                                description="share of device memory vLLM reserves")
-    bf16: bool = Field(default_factory=bf16_supported,
+    bf16: bool = Field(default_factory=bf16_supported, json_schema_extra=MACHINE_BF16,
                        description="bf16 autocast; default true only where the CPU/GPU supports it")
     seed: int = Field(0, description="seed for adapter init and sampling")
     logging_steps: int = Field(1, ge=1, description="log metrics every N steps")
