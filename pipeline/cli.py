@@ -188,7 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def cfg_args(p):
         p.add_argument("config", nargs="?", help="run config YAML (default: the default preset)")
-        p.add_argument("--preset", help="a shipped config: default, tiny")
+        p.add_argument("--preset", help="a shipped config: default, tiny (with CONFIG: the "
+                                          "preset CONFIG extends)")
         p.add_argument("--run-dir", help="run directory (default runs/<name>)")
         p.add_argument("-o", "--set", dest="overrides", action="append", metavar="KEY=VALUE",
                        help="override a config key, e.g. -o rounds.grounding.k=2")

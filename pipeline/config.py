@@ -288,17 +288,19 @@ def _set(tree: dict, dotted: str, raw: str) -> None:
     node[keys[-1]] = yaml.safe_load(raw)
 
 
-def load(path: str | Path | None = None, preset: str | None = None,
-         overrides: list[str] | None = None) -> RunConfig:
-    """Load a config file or preset (default: the `default` preset) and apply overrides."""
-    if path and preset:
-        raise ConfigError("give a config file or --preset, not both")
-    if path is None:
-        preset = preset or "default"
-        if preset not in PRESETS:
-            raise ConfigError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
-        path = PRESETS[preset]
-    path = Path(path)
+def merge(base: dict, over: dict) -> dict:
+    """`over` on top of `base`: mappings merge key by key (recursively), anything else in
+    `over` (a value, a list) replaces `base`'s. New keys keep `over`'s order after `base`'s."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _read(path: Path) -> dict:
     if not path.exists():
         raise ConfigError(f"{path}: config file not found")
     try:
@@ -307,6 +309,50 @@ def load(path: str | Path | None = None, preset: str | None = None,
         raise ConfigError(f"{path}: not valid YAML: {err}") from None
     if not isinstance(tree, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys")
+    return tree
+
+
+def _base_path(name: str, where: Path) -> Path:
+    """`extends:` names a preset or a YAML file (relative to the file that names it)."""
+    if name in PRESETS:
+        return PRESETS[name]
+    path = Path(name) if Path(name).is_absolute() else where.parent / name
+    if not path.exists():
+        raise ConfigError(f"{where}: extends: {name!r} is neither a preset ({', '.join(PRESETS)}) "
+                          "nor a config file")
+    return path
+
+
+def read_tree(path: Path, base: str | None = None, seen: tuple[Path, ...] = ()) -> dict:
+    """The config tree of `path` with what it `extends:` (or `base`, the --preset beside a
+    config file) merged underneath it."""
+    tree = _read(path)
+    extends = tree.pop("extends", None)
+    if extends is not None and not isinstance(extends, str):
+        raise ConfigError(f"{path}: extends: give a preset name or a config file path")
+    if base and extends and extends != base:
+        raise ConfigError(f"{path}: extends: {extends!r}, but --preset {base}: give one")
+    extends = extends or base
+    if not extends:
+        return tree
+    parent = _base_path(extends, path)
+    if parent.resolve() in seen + (path.resolve(),):
+        raise ConfigError(f"{path}: extends: {extends!r} extends it back (a cycle)")
+    return merge(read_tree(parent, seen=seen + (path.resolve(),)), tree)
+
+
+def load(path: str | Path | None = None, preset: str | None = None,
+         overrides: list[str] | None = None) -> RunConfig:
+    """Load a config file or preset (default: the `default` preset) and apply overrides. A
+    config file may start from a preset or another file (`extends: default`); a preset given
+    beside a config file is the one it extends."""
+    if preset and preset not in PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
+    if path is None:
+        path = PRESETS[preset or "default"]
+        preset = None
+    path = Path(path)
+    tree = read_tree(path, preset)
     tree = copy.deepcopy(tree)
     for item in overrides or []:
         if "=" not in item:
@@ -326,4 +372,6 @@ def load(path: str | Path | None = None, preset: str | None = None,
 
 
 def dump(cfg: RunConfig) -> str:
-    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
+    """The resolved config as YAML; each round with its recipe's own keys (the rounds mapping
+    is typed by the base class, which would drop them)."""
+    return yaml.safe_dump(cfg.model_dump(mode="json", serialize_as_any=True), sort_keys=False)

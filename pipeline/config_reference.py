@@ -104,7 +104,9 @@ def all_keys() -> list[Key]:
     """The run config's keys, `rounds` expanded into each built-in round's own settings."""
     from pipeline import recipes
     from pipeline.config import RunConfig
-    out = []
+    out = [Key("extends", "str | null", "null", "a preset name (default, tiny) or a config file "
+                "(relative to this one) to start from: mappings merge key by key, other "
+                "values replace; `--preset X CONFIG` is the same as extends: X")]
     for key in keys_of(RunConfig):
         if key.path.startswith("rounds."):   # a dict of RoundSettings: no fields of its own
             continue
