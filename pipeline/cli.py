@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from pathlib import Path
 
@@ -202,6 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="promote even if the gate fails "
                                                         "(written into the report)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("-v", "--verbose", action="store_true", help="engine logs (vLLM, "
+                   "transformers, warnings) on the console too, not only in each log.txt")
     p.set_defaults(fn=cmd_run)
 
     p = sub.add_parser("status", help="rounds, steps, counts, gate verdicts, promoted model")
@@ -227,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "of categories, or all, single_turn, multi_turn")
     p.add_argument("--limit", type=int, help="with --bfcl: a seeded sample of N items per category")
     p.add_argument("--seed", type=int, default=0, help="with --bfcl: item sample and sampling seed")
+    p.add_argument("-v", "--verbose", action="store_true", help="engine logs on the console")
     p.set_defaults(fn=cmd_eval)
 
     p = sub.add_parser("export", help="export a run's promoted model (or a model dir) to GGUF")
@@ -269,7 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    from pipeline import console
+    console.setup(verbose=getattr(args, "verbose", False))
     from pipeline.config import ConfigError
     from pipeline.runstore import RunLocked
     try:
