@@ -21,7 +21,7 @@ def log_txt(tmp_path):
 def emit():
     logging.getLogger("toolsmith").info("rollouts: 6 rollouts, 2 verified successes")
     logging.getLogger("vllm.engine.core").info("Automatically detected platform cpu.")
-    logging.getLogger("transformers.trainer").warning("a trainer warning")
+    logging.getLogger("peft.tuners").warning("a trainer warning")
     logging.getLogger("vllm.engine.core").error("EngineCore failed to start")
 
 

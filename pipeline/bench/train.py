@@ -149,7 +149,6 @@ def _sft_child(mode: str, model_dir: str, rows: list[Trajectory], sft: dict,
                threads: int) -> dict:
     """One SFT measurement (runs in a fresh process)."""
     import torch
-    from transformers.trainer_callback import PrinterCallback
 
     from pipeline.training import sft as sft_module
     from pipeline.training.settings import SFTSettings
@@ -161,7 +160,6 @@ def _sft_child(mode: str, model_dir: str, rows: list[Trajectory], sft: dict,
     settings = SFTSettings(**sft, **MODES[mode])
     with tempfile.TemporaryDirectory() as tmp:
         trainer, info = sft_trainer(rows, Path(model_dir), Path(tmp), settings, progress=False)
-        trainer.remove_callback(PrinterCallback)   # losses are read from the log history
         cpu0 = time.process_time()
         result = trainer.train()
         cpu = time.process_time() - cpu0

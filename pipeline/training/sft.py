@@ -19,7 +19,7 @@ from pathlib import Path
 from data.trajectory import Trajectory
 from pipeline.training.consistency import (TemplateRoundTripError, check_consistency,
                                            normalise_messages, tokenize_conversation)
-from pipeline.training.curves import JsonlLog
+from pipeline.training.curves import JsonlLog, bar_only
 from pipeline.training.fused_head import score_labelled_positions_only
 from pipeline.training.lora import (finish, last_checkpoint, load_base, lora_config,
                                     training_tokenizer)
@@ -117,6 +117,7 @@ def sft_trainer(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
         peft_config=lora_config(settings.lora),
         callbacks=[JsonlLog(out_dir / "train_log.jsonl", resume_step)],
         autocast_adapters=settings.base_weights_dtype == "bfloat16")
+    bar_only(trainer)
     info = {"rows_in": len(trajectories), "rows_used": len(rows),
             "rows_dropped_inconsistent": len(bad), **row_stats, "row_attention": row_attention,
             "consistency": {k: v for k, v in consistency.items() if k != "bad_ids"},
