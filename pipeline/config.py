@@ -373,5 +373,9 @@ def load(path: str | Path | None = None, preset: str | None = None,
 
 def dump(cfg: RunConfig) -> str:
     """The resolved config as YAML; each round with its recipe's own keys (the rounds mapping
-    is typed by the base class, which would drop them)."""
-    return yaml.safe_dump(cfg.model_dump(mode="json", serialize_as_any=True), sort_keys=False)
+    is typed by the base class, which would drop them). A pooled round's `k` is left out: it is
+    unused, and written out it would read back as set beside `pool`."""
+    unused = {name: {"k"} for name, rs in cfg.rounds.items() if getattr(rs, "pool", None)}
+    tree = cfg.model_dump(mode="json", serialize_as_any=True,
+                          exclude={"rounds": unused} if unused else None)
+    return yaml.safe_dump(tree, sort_keys=False)

@@ -79,10 +79,15 @@ def test_cli_runs_a_config_on_a_preset(tmp_path, capsys):
     assert "unknown preset 'nosuch'" in capsys.readouterr().err
 
 
-def test_the_resolved_config_keeps_every_round_key_and_reloads(tmp_path):
-    cfg = config.load(preset="tiny", overrides=["rounds.grounding.k=3"])
+@pytest.mark.parametrize("preset", ["tiny", "default"])
+def test_the_resolved_config_keeps_every_round_key_and_reloads(tmp_path, preset):
+    cfg = config.load(preset=preset, overrides=["rounds.grounding.k=3"])
     run_yaml = write(tmp_path / "run.yaml", config.dump(cfg))
     dumped = yaml.safe_load(run_yaml.read_text())
     assert dumped["rounds"]["grounding"]["k"] == 3
-    assert dumped["rounds"]["rl_polish"]["grpo"]["group_size"] == 2
+    assert dumped["rounds"]["rl_polish"]["grpo"]["group_size"] == \
+        cfg.rounds["rl_polish"].grpo.group_size
+    pooled = [name for name, rs in cfg.rounds.items() if getattr(rs, "pool", None)]
+    assert all("k" not in dumped["rounds"][name] for name in pooled)   # unused beside a pool
+    assert pooled or preset == "tiny"
     assert config.load(run_yaml) == cfg
