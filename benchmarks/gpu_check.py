@@ -13,7 +13,6 @@ Checks (in order):
   qlora        train_sft with lora.qlora true (bitsandbytes 4-bit NF4 base)
   sft_135m     sft_trainer on a random-weight model of SmolLM2-135M's shape (from its config;
                no weights travel): throughput of a realistic width, losses meaningless
-  sft_prefix   sft_trainer with share_prefix true (engine.training.prefix_share)
   launch_fsdp  accelerate launch with engine/training/accelerate/fsdp.yaml, one process
 
     PYTHONPATH=. TOOLSMITH_CACHE=/tmp/tscache python benchmarks/gpu_check.py
@@ -32,7 +31,7 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECKS = ["sft", "grpo", "launch", "qlora", "sft_135m", "sft_prefix", "launch_fsdp"]
+CHECKS = ["sft", "grpo", "launch", "qlora", "sft_135m", "launch_fsdp"]
 KINDS = ["single", "parallel", "chained", "recovery", "irrelevance", "reasoning"]
 CONFIG_135M = ROOT / ".gpu" / "smollm2-135m-config.json"
 
@@ -210,19 +209,6 @@ def check_sft_135m(a, tmp: Path) -> dict:
     return {"model": "SmolLM2-135M shape, random weights", "bf16": settings.bf16,
             "padding_free": settings.padding_free, "rows_used": info["rows_used"], **res,
             "peak_gpu_mib": peak_mib()}
-
-
-def check_sft_prefix(a, tmp: Path) -> dict:
-    from engine.training.sft import sft_trainer
-    from engine.training.settings import SFTSettings  # noqa: F401
-    rows = oracle_rows(a.rows)
-    settings = sft_settings(a, share_prefix=True)
-    trainer, info = sft_trainer(rows, tiny_dir(64), tmp / "prefix", settings, progress=False)
-    reset_peak()
-    res = timed_train(trainer)
-    return {"model": "tiny-llama w64 l2", "bf16": settings.bf16, "share_prefix": True,
-            "rows_used": info["rows_used"], **res,
-            "prefix_tokens_shared": trainer.prefix_tokens_shared, "peak_gpu_mib": peak_mib()}
 
 
 def _launch(a, tmp: Path, fsdp: bool) -> dict:

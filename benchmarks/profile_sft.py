@@ -4,8 +4,8 @@
     python benchmarks/profile_sft.py --mode pf-rows-bf16 --steps 6
 
 Same rows and settings as `pipeline bench train --mix grounding --lora-dropout 0`; prints the
-profiler's table of operators by self CPU time (the README's shares of SDPA, matmuls,
-multiplies and dtype copies come from it).
+profiler's table of operators by self CPU time (the shares of SDPA, matmuls, multiplies and
+dtype copies in docs/results/benchmarks.md come from it).
 """
 from __future__ import annotations
 

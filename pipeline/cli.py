@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from pathlib import Path
 
@@ -226,6 +225,13 @@ def cmd_bench(args) -> int:
     return importlib.import_module(BENCHES[args.name]).main(args.rest)
 
 
+def cmd_config(args) -> int:
+    from pipeline import config_reference as ref
+    keys = ref.all_keys()
+    print(ref.markdown(keys) if args.markdown else ref.text(keys), end="" if args.markdown else "\n")
+    return 0
+
+
 def cmd_tasks(args) -> int:
     from data import tasks
     for i in range(args.start, args.start + args.n):
@@ -257,7 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("config", nargs="?", help="run config YAML (default: the default "
                                                  "preset), or a run directory: the config "
                                                  "it ran with (its run.yaml)")
-        p.add_argument("--preset", help="a shipped config: default, tiny")
+        p.add_argument("--preset", help="a shipped config: default, tiny (with CONFIG: the "
+                                          "preset CONFIG extends)")
         p.add_argument("--run-dir", help="run directory (default runs/<name>)")
         p.add_argument("-o", "--set", dest="overrides", action="append", metavar="KEY=VALUE",
                        help="override a config key, e.g. -o rounds.grounding.k=2")
@@ -274,6 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="promote even if the gate fails "
                                                         "(written into the report)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("-v", "--verbose", action="store_true", help="engine logs (vLLM, "
+                   "transformers, warnings) on the console too, not only in each log.txt")
     p.set_defaults(fn=cmd_run)
 
     p = sub.add_parser("status", help="rounds, steps, counts, gate verdicts, promoted model")
@@ -315,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "of categories, or all, single_turn, multi_turn")
     p.add_argument("--limit", type=int, help="with --bfcl: a seeded sample of N items per category")
     p.add_argument("--seed", type=int, default=0, help="with --bfcl: item sample and sampling seed")
+    p.add_argument("-v", "--verbose", action="store_true", help="engine logs on the console")
     p.set_defaults(fn=cmd_eval)
 
     p = sub.add_parser("export", help="export a run's promoted model (or a model dir) to GGUF")
@@ -337,6 +347,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark")
     p.set_defaults(fn=cmd_bench)
 
+    p = sub.add_parser("config", help="every config key with its type, default and help")
+    p.add_argument("--markdown", action="store_true", help="as docs/config.md")
+    p.set_defaults(fn=cmd_config)
+
     p = sub.add_parser("tasks", help="print generated tasks with tools and ground truth")
     from data.tasks import KINDS
     p.add_argument("--kind", default="chained", choices=KINDS)
@@ -353,7 +367,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    from pipeline import console
+    console.setup(verbose=getattr(args, "verbose", False))
     from pipeline.config import ConfigError
     from engine.runstore import RunLocked
     from pipeline.redo import RedoError

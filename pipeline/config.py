@@ -91,11 +91,14 @@ class GateSettings(Strict):
 
 
 class CanarySettings(Strict):
-    version: str = "v1"
+    version: str = Field("v1", description="suite version: another version draws other items")
     k: int = Field(2, ge=1, description="samples per item (pass@k)")
-    sizes: dict[str, int] = Field(default_factory=lambda: {c: 20 for c in CANARIES})
-    max_new_tokens: int = 192
-    temperature: float = Field(0.7, ge=0.0)
+    sizes: dict[str, int] = Field(default_factory=lambda: {c: 20 for c in CANARIES},
+                                  description="items per built-in canary (every gate; a round's "
+                                              "canaries key sizes its own)")
+    max_new_tokens: int = Field(192, description="tokens per assistant turn in evaluations")
+    temperature: float = Field(0.7, ge=0.0, description="sampling temperature of evaluations "
+                                                        "(0: greedy)")
     files: list[str] = Field(default_factory=list, description="extra suites: BFCL/GSM8K files")
     bfcl: dict[str, int] = Field(default_factory=dict,
                                  description="BFCL categories as canaries, category -> items "
@@ -147,33 +150,51 @@ class CanarySettings(Strict):
 
 
 class ExportSettings(Strict):
-    enabled: bool = True
-    quant: Literal[tuple(QUANTS)] = "Q6_K"
-    load_check: bool = True
-    check_items: int = Field(6, ge=1)
-    min_agreement: float = Field(0.5, ge=0.0, le=1.0)
+    enabled: bool = Field(True, description="export every promoted model to GGUF")
+    quant: Literal[tuple(QUANTS)] = Field("Q6_K", description="llama.cpp quantization of the "
+                                                              "GGUF")
+    load_check: bool = Field(True, description="play canary items through the GGUF (llama.cpp) "
+                                               "and the merged HF model; fail when they disagree")
+    check_items: int = Field(6, ge=1, description="canary items the load check plays")
+    min_agreement: float = Field(0.5, ge=0.0, le=1.0,
+                                 description="the load check fails below this share of items "
+                                             "where the GGUF and the HF model agree")
     check_max_tokens: int = Field(96, ge=8, description="tokens per turn in the load check")
-    system: str | None = None
+    system: str | None = Field(None, description="system prompt written into the Modelfile")
 
 
 class SamplerSettings(Strict):
-    backend: Literal["auto", "vllm", "transformers", "llama_cpp", "openai"] = "auto"
+    backend: Literal["auto", "vllm", "transformers", "llama_cpp", "openai"] = Field(
+        "auto", description="auto: vLLM where installed, else transformers; llama_cpp samples "
+                            "a GGUF, openai an OpenAI-compatible server")
     options: dict[str, Any] = Field(default_factory=dict,
-                                    description="passed to the backend (e.g. gpu_memory_utilization)")
-    max_context_tokens: int = Field(4096, ge=256)
+                                    description="passed to the backend: vLLM's "
+                                                "gpu_memory_utilization, tensor_parallel_size, "
+                                                "kv_cache_gib, cpu_bind (all, auto, nobind or "
+                                                "a CPU list; default all); llama.cpp's "
+                                                "extra_buffers (default false)")
+    max_context_tokens: int = Field(4096, ge=256, description="context window of the sampler "
+                                                              "(prompt and generated tokens)")
 
 
 class RunConfig(Strict):
-    name: str = "default"
+    name: str = Field("default", description="run name (the run directory defaults to "
+                                             "runs/<name>)")
     run_dir: str | None = Field(None, description="default: runs/<name>")
     model: str = Field("embedded:smollm2-135m", description="base model: embedded:smollm2-135m, "
                                                             "tiny:W, or an HF directory")
-    trust_remote_code: bool = False
-    seed: int = 0
-    sampler: SamplerSettings = Field(default_factory=SamplerSettings)
-    canaries: CanarySettings = Field(default_factory=CanarySettings)
-    gate: GateSettings = Field(default_factory=GateSettings)
-    export: ExportSettings = Field(default_factory=ExportSettings)
+    trust_remote_code: bool = Field(False, description="not read yet: models load without "
+                                                       "remote code whatever it says")
+    seed: int = Field(0, description="not read yet: seeds derive from round, task and sample "
+                                     "(and sft.seed, grpo.seed)")
+    sampler: SamplerSettings = Field(default_factory=SamplerSettings,
+                                     description="how rounds and gates sample the model")
+    canaries: CanarySettings = Field(default_factory=CanarySettings,
+                                     description="held-out suites every gate evaluates")
+    gate: GateSettings = Field(default_factory=GateSettings,
+                               description="when a round's model is promoted")
+    export: ExportSettings = Field(default_factory=ExportSettings,
+                                   description="GGUF export of promoted models")
     rounds: dict[str, RoundSettings] = Field(
         default_factory=dict, description="round name -> its recipe's settings, in run order "
                                           "(built-in rounds left out run with defaults)")
@@ -267,17 +288,19 @@ def _set(tree: dict, dotted: str, raw: str) -> None:
     node[keys[-1]] = yaml.safe_load(raw)
 
 
-def load(path: str | Path | None = None, preset: str | None = None,
-         overrides: list[str] | None = None) -> RunConfig:
-    """Load a config file or preset (default: the `default` preset) and apply overrides."""
-    if path and preset:
-        raise ConfigError("give a config file or --preset, not both")
-    if path is None:
-        preset = preset or "default"
-        if preset not in PRESETS:
-            raise ConfigError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
-        path = PRESETS[preset]
-    path = Path(path)
+def merge(base: dict, over: dict) -> dict:
+    """`over` on top of `base`: mappings merge key by key (recursively), anything else in
+    `over` (a value, a list) replaces `base`'s. New keys keep `over`'s order after `base`'s."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _read(path: Path) -> dict:
     if not path.exists():
         raise ConfigError(f"{path}: config file not found")
     try:
@@ -286,6 +309,50 @@ def load(path: str | Path | None = None, preset: str | None = None,
         raise ConfigError(f"{path}: not valid YAML: {err}") from None
     if not isinstance(tree, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys")
+    return tree
+
+
+def _base_path(name: str, where: Path) -> Path:
+    """`extends:` names a preset or a YAML file (relative to the file that names it)."""
+    if name in PRESETS:
+        return PRESETS[name]
+    path = Path(name) if Path(name).is_absolute() else where.parent / name
+    if not path.exists():
+        raise ConfigError(f"{where}: extends: {name!r} is neither a preset ({', '.join(PRESETS)}) "
+                          "nor a config file")
+    return path
+
+
+def read_tree(path: Path, base: str | None = None, seen: tuple[Path, ...] = ()) -> dict:
+    """The config tree of `path` with what it `extends:` (or `base`, the --preset beside a
+    config file) merged underneath it."""
+    tree = _read(path)
+    extends = tree.pop("extends", None)
+    if extends is not None and not isinstance(extends, str):
+        raise ConfigError(f"{path}: extends: give a preset name or a config file path")
+    if base and extends and extends != base:
+        raise ConfigError(f"{path}: extends: {extends!r}, but --preset {base}: give one")
+    extends = extends or base
+    if not extends:
+        return tree
+    parent = _base_path(extends, path)
+    if parent.resolve() in seen + (path.resolve(),):
+        raise ConfigError(f"{path}: extends: {extends!r} extends it back (a cycle)")
+    return merge(read_tree(parent, seen=seen + (path.resolve(),)), tree)
+
+
+def load(path: str | Path | None = None, preset: str | None = None,
+         overrides: list[str] | None = None) -> RunConfig:
+    """Load a config file or preset (default: the `default` preset) and apply overrides. A
+    config file may start from a preset or another file (`extends: default`); a preset given
+    beside a config file is the one it extends."""
+    if preset and preset not in PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
+    if path is None:
+        path = PRESETS[preset or "default"]
+        preset = None
+    path = Path(path)
+    tree = read_tree(path, preset)
     tree = copy.deepcopy(tree)
     for item in overrides or []:
         if "=" not in item:
@@ -305,6 +372,10 @@ def load(path: str | Path | None = None, preset: str | None = None,
 
 
 def dump(cfg: RunConfig) -> str:
-    """The resolved config as YAML, every round with all its recipe's keys (not only those
-    of `RoundSettings`), so `load` reads it back as the same config (a run's run.yaml)."""
-    return yaml.safe_dump(cfg.model_dump(mode="json", serialize_as_any=True), sort_keys=False)
+    """The resolved config as YAML; each round with its recipe's own keys (the rounds mapping
+    is typed by the base class, which would drop them). A pooled round's `k` is left out: it is
+    unused, and written out it would read back as set beside `pool`."""
+    unused = {name: {"k"} for name, rs in cfg.rounds.items() if getattr(rs, "pool", None)}
+    tree = cfg.model_dump(mode="json", serialize_as_any=True,
+                          exclude={"rounds": unused} if unused else None)
+    return yaml.safe_dump(tree, sort_keys=False)

@@ -85,12 +85,14 @@ class Teacher(Strict):
 class FilterSettings(Strict):
     cap_per_task: int = Field(2, ge=1, description="successes kept per task (shortest first)")
     max_rows: int | None = Field(None, description="accepted rows at most (after balancing)")
-    balance: list[str] = Field(default_factory=lambda: ["domain", "kind", "turns"])
+    balance: list[str] = Field(default_factory=lambda: ["domain", "kind", "turns"],
+                               description="trajectory fields the accepted rows are balanced "
+                                           "over (distribution matching)")
 
 
 class RoundSettings(Strict):
     """What every round has: a switch, its recipe, its tasks and its gate target."""
-    enabled: bool = True
+    enabled: bool = Field(True, description="false: the round is skipped")
     recipe: str | None = Field(None, description="built-in recipe name or dotted path "
                                                  "(default: the round's own name)")
     tasks: dict[str, int] = Field(default_factory=dict, description="task kind -> count; "
@@ -174,8 +176,10 @@ def check_domains(specs: list[str] | None, tasks: dict[str, int]) -> None:
 class SampledRoundSettings(RoundSettings):
     """Rounds that sample the current model, filter verified successes and run SFT."""
     k: int = Field(1, ge=1, description="samples per task from the current model")
-    temperature: float = Field(0.8, ge=0.0)
-    top_p: float = Field(0.95, gt=0.0, le=1.0)
+    temperature: float = Field(0.8, ge=0.0, description="sampling temperature of the round's "
+                                                        "samples")
+    top_p: float = Field(0.95, gt=0.0, le=1.0, description="nucleus sampling: the smallest "
+                                                           "token set of this probability")
     max_new_tokens: int = Field(192, ge=8, description="tokens per assistant turn")
     require_plan: bool = Field(False, description="filter demands a <think> plan before calls")
     oracle: bool = Field(False, description="add the tasks' oracle demonstrations")
@@ -183,8 +187,10 @@ class SampledRoundSettings(RoundSettings):
                                   description="JSONL task files read beside the generated "
                                               "tasks (instead of them with tasks: {}); "
                                               "format: data/taskfile.py")
-    filter: FilterSettings = Field(default_factory=FilterSettings)
-    sft: SFTSettings = Field(default_factory=SFTSettings)
+    filter: FilterSettings = Field(default_factory=FilterSettings,
+                                   description="which verified successes train")
+    sft: SFTSettings = Field(default_factory=SFTSettings, description="LoRA SFT on the accepted "
+                                                                      "rows")
 
     @model_validator(mode="after")
     def _check_task_files(self):
@@ -198,7 +204,8 @@ class SampledRoundSettings(RoundSettings):
 
 
 class GroundingSettings(SampledRoundSettings):
-    teacher: Teacher = Field(default_factory=Teacher)
+    teacher: Teacher = Field(default_factory=Teacher, description="teacher traces mixed in: "
+                                                                  "a file or an endpoint")
 
 
 class PoolSettings(Strict):
@@ -314,8 +321,11 @@ class FrontierSettings(Strict):
 
 
 class RLSettings(RoundSettings):
-    grpo: GRPOSettings = Field(default_factory=GRPOSettings)
-    frontier: FrontierSettings = Field(default_factory=FrontierSettings)
+    grpo: GRPOSettings = Field(default_factory=GRPOSettings, description="GRPO on the "
+                                                                         "frontier tasks")
+    frontier: FrontierSettings = Field(default_factory=FrontierSettings,
+                                       description="which tasks GRPO trains on (a probe of the "
+                                                   "start model)")
 
     @model_validator(mode="after")
     def _check_frontier(self):

@@ -32,6 +32,10 @@ def run(ctx: RoundContext) -> Candidate:
     if not ctx.step_done("train"):
         with training_step():
             stats = train_grpo(tasks, ctx.start_model, ctx.dir, s.grpo, progress=ctx.progress)
+        rewards = stats.get("reward") or []
+        log.info(f"train: GRPO on {stats['tasks']} tasks, {stats['steps']} steps, mean reward "
+                 f"{sum(rewards) / len(rewards) if rewards else 0:.3f}, "
+                 f"{stats['seconds_per_step']} s/step")
         ctx.stats.setdefault("training", {})["grpo"] = stats
         ctx.mark("train", **{k: v for k, v in stats.items() if isinstance(v, (int, float, str))})
     return Candidate(model_dir, ctx.stats)

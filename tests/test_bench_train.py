@@ -11,23 +11,18 @@ def test_bench_train_modes_side_by_side(tmp_path, capsys):
     res = json.loads(out.read_text())
     sft = res["sft"]
     assert list(sft) == list(bench.MODES)
-    pf, full = sft["padding-free"], sft["pf-full-head"]
+    pf, full = sft["pf-rows"], sft["pf-full-head"]
     assert pf["tokens"] == full["tokens"] > 0          # same rows, same tokens, two heads
+    assert pf["tokens"] == sft["padded"]["tokens"]     # padding is not counted
     assert all(r["steps"] == 1 and r["tokens_per_s"] > 0 for r in sft.values())
-    # one batch of all 4 rows: the shared prefix counts as row tokens, not as saved compute
-    shared, grouped = sft["shared-prefix"], sft["padded-grouped"]
-    assert shared["tokens"] == grouped["tokens"] == sft["padded"]["tokens"]
-    assert shared["prefix_tokens_shared"] > 0 == grouped["prefix_tokens_shared"]
-    assert res["loss_agreement"]["steps"] == 1
-    assert res["loss_agreement"]["max_abs_diff"] < 1e-5
-    # random batches in the same order: padding-free (compiled or not) reproduces padded
-    for mode in ("padding-free", "pf-full-head", "pf-compiled", "pf-rows"):
+    # random batches in the same order: padding-free (either head) reproduces padded
+    for mode in ("pf-full-head", "pf-rows"):
         assert sft[mode]["loss_max_diff"] < 1e-3, mode
     # a bfloat16 base rounds the residual stream too: close, not equal
     assert sft["pf-rows-bf16"]["loss_max_diff"] < 2e-2
     assert sft["padded"]["vs_baseline"] == 1.0
     printed = capsys.readouterr().out
-    assert "pf-full-head" in printed and "shared-prefix vs padded-grouped" in printed
+    assert "pf-full-head" in printed and "vs padded" in printed
 
 
 def test_scaled_keeps_the_mix():
@@ -45,7 +40,7 @@ def test_mix_takes_the_round_tasks_domains_and_settings():
     counts, domains, sft = bench.workload(bench.parse_args(["--mix", "grounding", "--steps", "3",
                                                             "--lora-dropout", "0"]))
     assert counts == grounding.tasks and domains == grounding.domains
-    assert (sft["lr"], sft["batch_size"], sft["max_length"]) == (1e-3, 4, 1024)
+    assert (sft["lr"], sft["batch_size"], sft["max_length"]) == (1e-3, 4, 1280)
     assert (sft["lora"]["r"], sft["lora"]["alpha"], sft["lora"]["dropout"]) == (32, 64, 0.0)
     assert sft["max_steps"] == 3
     assert sft["bf16"] == grounding.sft.bf16                      # --bf16 auto
@@ -60,23 +55,21 @@ def test_summary_takes_medians_and_skips_a_killed_mode():
     def run(mode, tps, cpu, losses):
         return {"mode": mode, "tokens_per_s": tps, "tokens_per_cpu_s": cpu, "losses": losses}
     runs = [{"padded": run("padded", 100.0, 50.0, [2.0, 1.5]),
-             "padded-grouped": run("padded-grouped", 120.0, 60.0, [2.0, 1.5]),
-             "shared-prefix": run("shared-prefix", 180.0, 90.0, [2.0004, 1.5])},
+             "packing": run("packing", 120.0, 60.0, [2.1, 1.6]),
+             "pf-rows": run("pf-rows", 180.0, 90.0, [2.0004, 1.5])},
             {"padded": run("padded", 50.0, 40.0, [2.0, 1.5]),
-             "padded-grouped": {"mode": "padded-grouped", "failed": "killed"},
-             "shared-prefix": run("shared-prefix", 80.0, 80.0, [2.0, 1.5])}]
+             "packing": {"mode": "packing", "failed": "killed"},
+             "pf-rows": run("pf-rows", 80.0, 80.0, [2.0, 1.5])}]
     res = bench.summarise(runs, loss_steps=2)
-    shared = res["sft"]["shared-prefix"]
-    assert shared["tokens_per_s"] == 130.0                  # median of 180 and 80
-    assert shared["vs_baseline"] == 1.7                     # median of 1.8 and 1.6
-    assert shared["cpu_vs_baseline"] == 1.9                 # median of 1.8 and 2.0
-    assert res["sft"]["padded-grouped"]["vs_baseline"] == 1.2   # the finished repeat only
-    assert res["loss_agreement"]["repeats"] == 1
-    assert abs(res["loss_agreement"]["max_abs_diff"] - 4e-4) < 1e-9
+    rows = res["sft"]["pf-rows"]
+    assert rows["tokens_per_s"] == 130.0                    # median of 180 and 80
+    assert rows["vs_baseline"] == 1.7                       # median of 1.8 and 1.6
+    assert rows["cpu_vs_baseline"] == 1.9                   # median of 1.8 and 2.0
+    assert res["sft"]["packing"]["vs_baseline"] == 1.2      # the finished repeat only
     # every mode against its same-batch reference, from the repeats where both finished
-    assert abs(shared["loss_max_diff"] - 4e-4) < 1e-9
+    assert abs(rows["loss_max_diff"] - 4e-4) < 1e-9
     assert res["sft"]["padded"]["loss_max_diff"] is None            # the reference itself
-    runs[0]["padded-grouped"] = runs[1]["padded-grouped"]
+    assert res["sft"]["packing"]["loss_max_diff"] is None           # other batches: none
+    runs[0]["packing"] = runs[1]["packing"]
     res = bench.summarise(runs, loss_steps=2)
-    assert res["sft"]["padded-grouped"]["failed"] == "killed"
-    assert res["loss_agreement"] is None
+    assert res["sft"]["packing"]["failed"] == "killed"

@@ -83,11 +83,13 @@ def test_sft_defaults_row_attention_and_a_bf16_base_under_autocast(tiny_model, t
         assert base == {torch.bfloat16} and trainer.autocast_adapters
     else:
         assert base == {torch.float32}
-    # padded batches (shared prefix) keep SDPA; the before-settings keep a float32 base
-    _, info = sft_trainer(oracle_rows(), tiny_model, tmp_path / "b",
-                          SFTSettings(lora=lora, max_length=1024, share_prefix=True,
-                                      base_dtype="float32"), progress=False)
+    # padded batches keep SDPA; base_dtype float32 keeps a float32 base
+    trainer, info = sft_trainer(oracle_rows(), tiny_model, tmp_path / "b",
+                                SFTSettings(lora=lora, max_length=1024, padding_free=False,
+                                            base_dtype="float32"), progress=False)
     assert info["row_attention"] is False
+    assert {p.dtype for n, p in trainer.model.named_parameters()
+            if "lora_" not in n} == {torch.float32}
 
 
 def test_a_bf16_base_needs_autocast():

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from transformers import TrainerCallback
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from data.jsonl import Appender, write_atomic
 from engine.training.panels import panel_grid
@@ -44,6 +45,21 @@ class JsonlLog(TrainerCallback):
         if self._out is not None:
             self._out.close()
             self._out = None
+
+
+class BarOnly(ProgressCallback):
+    """The trainer's progress bar without the metric dict it writes under it at every log."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        pass
+
+
+def bar_only(trainer) -> None:
+    """Keep a trainer's console to its progress bar: the per-step metric dicts it would print
+    (through the bar, or PrinterCallback without one) are in the JSONL log already."""
+    trainer.remove_callback(PrinterCallback)
+    if trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(BarOnly)
 
 
 def _read(path: Path) -> list[dict]:

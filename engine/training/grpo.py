@@ -26,7 +26,7 @@ from data.environment import DomainEnvironment, Environment
 from data.trajectory import Task
 from data.turns import Conversation, take_turn
 from data.verify import reward as verifier_score
-from engine.training.curves import JsonlLog
+from engine.training.curves import JsonlLog, bar_only
 from engine.training.fused_head import score_labelled_positions_only
 from engine.training.lora import (finish, last_checkpoint, load_base, lora_config,
                                     training_tokenizer)
@@ -235,6 +235,7 @@ def train_grpo(tasks: list[Task], model_dir: Path, out_dir: Path, settings: GRPO
                       peft_config=lora_config(settings.lora),
                       rollout_func=make_rollout_func(by_id, tokenizer, settings),
                       callbacks=[JsonlLog(log_path, resume_step)])
+    bar_only(trainer)
     t0 = time.perf_counter()
     trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - t0

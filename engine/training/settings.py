@@ -11,10 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-# Shared-prefix batches (engine/training/prefix_share.py) are opt-in: faster, but round 1 of
-# the default trained on them learned far less multi-turn skill (multi_turn 7/48 against 30/48
-# with random batches, same rows and seed; README "Shared-prefix SFT").
-SHARE_PREFIX_DEFAULT = False
+MACHINE_BF16 = {"default_doc": "true where the CPU/GPU computes bf16 natively"}  # config reference
 DEFAULT_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -79,38 +76,15 @@ class SFTSettings(Settings):
                                                      "never truncated")
     packing: bool = Field(False, description="pack rows into max_length blocks (best-fit "
                                              "decreasing, padding-free); for long-context rounds")
-    share_prefix: bool | None = Field(
-        None, description="padded batches of rows sharing a token prefix (system prompt, tool "
-                          "declarations), that prefix run once per batch; same loss and "
-                          "gradients, but batches of like rows (measured to cost multi-turn "
-                          "skill). Unset: off; on fails with packing, padding_free or "
-                          "gradient_checkpointing (those flatten the batch or drop the "
-                          "prefix cache)")
-    group_by_prefix: bool | None = Field(
-        None, description="batches of rows sharing a token prefix. Unset: as share_prefix; "
-                          "true with share_prefix false groups the batches and runs each "
-                          "with the plain forward (padding-free unless set), which tells "
-                          "the batches' effect on quality from the shared forward's")
-    length_sorted: bool = Field(False, description="with share_prefix: rows of similar length "
-                                                  "together inside a prefix group (less "
-                                                  "padding; changes which rows share a batch)")
-    padding_free: bool | None = Field(None, description="flatten each batch into one sequence "
-                                                        "without padding (attention kept per "
-                                                        "row). Unset: true unless share_prefix")
-    bf16: bool = Field(default_factory=bf16_supported,
+    padding_free: bool = Field(True, description="flatten each batch into one sequence without "
+                                                 "padding, each row attending on its own (SDPA "
+                                                 "per row); false: TRL's padded batches")
+    bf16: bool = Field(default_factory=bf16_supported, json_schema_extra=MACHINE_BF16,
                        description="bf16 autocast; default true only where the CPU/GPU supports it")
-    row_attention: bool = Field(True, description="padding-free and packed batches attend row "
-                                                  "by row (SDPA per row, causal, no mask) "
-                                                  "instead of one masked call over the whole "
-                                                  "flattened batch; same outputs, on devices "
-                                                  "without varlen kernels much less work")
     base_dtype: Literal["auto", "float32", "bfloat16"] = Field(
         "auto", description="dtype of the frozen base weights (the adapter stays float32). "
                             "auto: bfloat16 under bf16 autocast (its matmuls run in bfloat16 "
                             "anyway; no per-step weight casts), else float32")
-    torch_compile: bool = Field(False, description="compile the model's forward and backward "
-                                                   "(torch.compile, inductor); the first steps "
-                                                   "pay the compilation")
     gradient_checkpointing: bool = Field(False, description="recompute activations to save memory "
                                                             "(slower; for long rows on a GPU)")
     seed: int = Field(0, description="seed for adapter init, shuffling and dropout")
@@ -128,7 +102,6 @@ class SFTSettings(Settings):
             raise ValueError("sft.base_dtype is bfloat16 but sft.bf16 is false: a bfloat16 base "
                              "trains under bf16 autocast only; set sft.bf16: true or "
                              "sft.base_dtype: float32")
-        self._resolve_batching()
         return self
 
     @property
@@ -137,31 +110,6 @@ class SFTSettings(Settings):
         if self.base_dtype != "auto":
             return self.base_dtype
         return "bfloat16" if self.bf16 else "float32"
-
-    def _resolve_batching(self) -> None:
-        """share_prefix needs padded batches with a KV cache: packing and padding_free flatten
-        the batch, gradient checkpointing drops the cache. Unset, it yields to them; set, the
-        conflict is an error. Resolved values are what the run records."""
-        blockers = [name for name, on in (("packing", self.packing),
-                                          ("padding_free", self.padding_free),
-                                          ("gradient_checkpointing",
-                                           self.gradient_checkpointing)) if on]
-        if self.share_prefix is None:
-            self.share_prefix = SHARE_PREFIX_DEFAULT and not blockers
-        elif self.share_prefix and blockers:
-            raise ValueError(f"sft.share_prefix is true but so is sft.{blockers[0]}: shared "
-                             "prefixes run padded batches with a KV cache (packing and "
-                             "padding_free flatten the batch; gradient checkpointing drops "
-                             f"the cache). Set sft.share_prefix: false or sft.{blockers[0]}: "
-                             "false")
-        if self.padding_free is None:
-            self.padding_free = not self.share_prefix
-        if self.group_by_prefix is None:
-            self.group_by_prefix = self.share_prefix
-        elif self.share_prefix and not self.group_by_prefix:
-            raise ValueError("sft.share_prefix is true but sft.group_by_prefix is false: a "
-                             "prefix is shared only by rows batched together; drop "
-                             "group_by_prefix or set it true")
 
 
 class GRPOSettings(Settings):
@@ -192,7 +140,7 @@ class GRPOSettings(Settings):
                                               "process (TRL's colocate mode; CUDA only)")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0.0, le=1.0,
                                                description="share of device memory vLLM reserves")
-    bf16: bool = Field(default_factory=bf16_supported,
+    bf16: bool = Field(default_factory=bf16_supported, json_schema_extra=MACHINE_BF16,
                        description="bf16 autocast; default true only where the CPU/GPU supports it")
     seed: int = Field(0, description="seed for adapter init and sampling")
     logging_steps: int = Field(1, ge=1, description="log metrics every N steps")

@@ -2,10 +2,9 @@
 
 Reads top to bottom: check token consistency, build rows (drop and count what cannot be
 trained), configure TRL, train (resuming from the last checkpoint), save the adapter, merge.
-Batches are random and padding-free; their rows attend one by one
+Batches are random and padding-free (or packed); their rows attend one by one
 (`engine/training/segment_attention.py`), and under bf16 autocast the frozen base is loaded in
-bfloat16. With `share_prefix` batches group rows by their token prefix and run it once
-(`engine/training/prefix_share.py`).
+bfloat16 (`engine/training/autocast_adapters.py`).
 
 Loss falls only on assistant tokens of every assistant turn: TRL's `assistant_only_loss` reads
 the `{% generation %}` markers of `data/chat_template_training.jinja` (content + `<|im_end|>`
@@ -20,7 +19,7 @@ from pathlib import Path
 from data.trajectory import Trajectory
 from engine.training.consistency import (TemplateRoundTripError, check_consistency,
                                            normalise_messages, tokenize_conversation)
-from engine.training.curves import JsonlLog
+from engine.training.curves import JsonlLog, bar_only
 from engine.training.fused_head import score_labelled_positions_only
 from engine.training.lora import (finish, last_checkpoint, load_base, lora_config,
                                     training_tokenizer)
@@ -65,7 +64,6 @@ def sft_config(settings: SFTSettings, ckpt_dir: Path, progress: bool):
         gradient_accumulation_steps=settings.grad_accum, learning_rate=settings.lr,
         num_train_epochs=settings.epochs, max_steps=settings.max_steps, bf16=settings.bf16,
         gradient_checkpointing=settings.gradient_checkpointing, seed=settings.seed,
-        torch_compile=settings.torch_compile,
         data_seed=settings.seed, logging_steps=settings.logging_steps, save_strategy="steps",
         save_steps=settings.save_steps, save_total_limit=2, report_to="none",
         include_num_input_tokens_seen="non_padding", disable_tqdm=not progress,
@@ -79,7 +77,7 @@ def sft_trainer(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
     from datasets import Dataset
     from transformers import set_seed
 
-    from engine.training.prefix_share import PrefixSharingSFTTrainer
+    from engine.training.autocast_adapters import AutocastAdaptersSFTTrainer
     from engine.training.segment_attention import use_segment_attention
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -110,17 +108,16 @@ def sft_trainer(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
     resume, resume_step = last_checkpoint(out_dir / "checkpoints")
     score_labelled_positions_only()
     model = load_base(model_dir, settings.lora, settings.base_weights_dtype)
-    row_attention = (settings.row_attention and (settings.padding_free or settings.packing)
+    row_attention = ((settings.padding_free or settings.packing)
                      and use_segment_attention(model))
-    trainer = PrefixSharingSFTTrainer(
+    trainer = AutocastAdaptersSFTTrainer(
         model=model,
         args=sft_config(settings, out_dir / "checkpoints", progress),
         train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
         peft_config=lora_config(settings.lora),
         callbacks=[JsonlLog(out_dir / "train_log.jsonl", resume_step)],
-        group_by_prefix=settings.group_by_prefix, share_prefix=settings.share_prefix,
-        length_sorted=settings.length_sorted,
         autocast_adapters=settings.base_weights_dtype == "bfloat16")
+    bar_only(trainer)
     info = {"rows_in": len(trajectories), "rows_used": len(rows),
             "rows_dropped_inconsistent": len(bad), **row_stats, "row_attention": row_attention,
             "consistency": {k: v for k, v in consistency.items() if k != "bad_ids"},
@@ -151,6 +148,4 @@ def train_sft(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
             "first_loss": losses[0] if losses else None,
             "final_loss": losses[-1] if losses else None,
             "packing": settings.packing, "padding_free": settings.padding_free,
-            "share_prefix": settings.share_prefix, "group_by_prefix": settings.group_by_prefix,
-            "base_dtype": settings.base_weights_dtype,
-            "prefix_tokens_shared": trainer.prefix_tokens_shared}
+            "base_dtype": settings.base_weights_dtype}

@@ -1,22 +1,18 @@
 """`pipeline bench train`: SFT tokens/s of every batching mode on the same rows, and GRPO s/step.
 
 The same oracle rows go through TRL's default padded batching (random order), padding-free batching
-(with TRL's fused LM head scoring every position, as shipped, and only labelled positions:
-`engine.training.fused_head`; its rows attending together through one masked call, or one by one,
-`pf-rows`, and with a bfloat16 base, `pf-rows-bf16`, what rounds train with), best-fit-decreasing
-packing, padded batches in prefix-grouped order, and those batches with their shared prefix run
-once (`engine.training.prefix_share`). Each measurement runs in its own fresh process, so the
-peak RSS printed is that mode's own; `--repeats R` runs every mode R times back to back and prints
-medians (ratios are taken within a repeat, which shares the machine's load). Tokens/s counts real
-(non-padding) row tokens over the trainer's runtime, whatever the mode computed; CPU seconds (all
-threads) are printed beside it, since on a shared machine they move less with other jobs' load than
-wall time. `--threads N` sets torch's threads in every mode. The shared-prefix losses of the first
-steps are compared with those of the padded batches in the same grouped order (identical batches),
-and every mode's first losses are compared with those of the mode that sees the same batches
-(`SAME_BATCHES`; `pf-compiled` is padding-free with the model compiled, `sft.torch_compile`).
-`--mix grounding` trains on a round's task mix and SFT settings from the default preset, its tasks
-made as the round makes them (domains cycled). `--json PATH` writes the same figures; `--from-json
-PATH` prints their table again.
+(with TRL's fused LM head scoring every position, as shipped, `pf-full-head`, and only labelled
+positions: `engine.training.fused_head`; rows attending one by one, `pf-rows`, and with a
+bfloat16 base, `pf-rows-bf16`, what rounds train with) and best-fit-decreasing packing. Each
+measurement runs in its own fresh process, so the peak RSS printed is that mode's own; `--repeats
+R` runs every mode R times back to back and prints medians (ratios are taken within a repeat,
+which shares the machine's load). Tokens/s counts real (non-padding) row tokens over the
+trainer's runtime; CPU seconds (all threads) are printed beside it, since on a shared machine
+they move less with other jobs' load than wall time. `--threads N` sets torch's threads in every
+mode. Every mode's first losses are compared with those of the mode that sees the same batches
+(`SAME_BATCHES`). `--mix grounding` trains on a round's task mix and SFT settings from the
+default preset, its tasks made as the round makes them (domains cycled). `--json PATH` writes the
+same figures; `--from-json PATH` prints their table again.
 
     python -m pipeline.bench.train --model tiny:64 --rows 16 --max-length 1024
     pipeline bench train --mix grounding --steps 20 --grpo-steps 0 --threads 1 --repeats 2
@@ -39,48 +35,20 @@ from data.tasks import KINDS, domain_cycle, generate, make
 from data.trajectory import Trajectory
 from engine.models import EMBEDDED, resolve
 
-# The attention and base weights rounds trained with before row attention and the bfloat16 base
-# (SDPA over the whole flattened batch, float32 base under bf16 autocast): every mode but the two
-# `pf-rows` ones keeps them, so older figures stay comparable.
-BEFORE = {"row_attention": False, "base_dtype": "float32"}
-# Batching of each mode (SFTSettings fields); two modes also change what the trainer does.
-MODES = {"padded": {"share_prefix": False, "padding_free": False, "packing": False, **BEFORE},
+# Every mode but `pf-rows-bf16` keeps a float32 base, so figures stay comparable with older runs.
+F32 = {"base_dtype": "float32"}
+# Batching of each mode (SFTSettings fields); `pf-full-head` also changes what the trainer does.
+MODES = {"padded": {"padding_free": False, "packing": False, **F32},
          # TRL's fused LM head as shipped: every position through the vocabulary on CPU
-         "pf-full-head": {"share_prefix": False, "padding_free": True, "packing": False,
-                          **BEFORE},
-         # random padding-free batches, one masked SDPA call over the flattened batch
-         "padding-free": {"share_prefix": False, "padding_free": True, "packing": False,
-                          **BEFORE},
-         # the same batches, each row's attention on its own (sft.row_attention)
-         "pf-rows": {"share_prefix": False, "padding_free": True, "packing": False,
-                     "row_attention": True, "base_dtype": "float32"},
+         "pf-full-head": {"padding_free": True, "packing": False, **F32},
+         # random padding-free batches, each row's attention on its own
+         "pf-rows": {"padding_free": True, "packing": False, **F32},
          # and the frozen base in bfloat16 under autocast (sft.base_dtype auto): the default
-         "pf-rows-bf16": {"share_prefix": False, "padding_free": True, "packing": False,
-                          "row_attention": True, "base_dtype": "auto"},
-         "packing": {"share_prefix": False, "padding_free": True, "packing": True, **BEFORE},
-         # random batches as rounds trained them, the model compiled (torch.compile)
-         "pf-compiled": {"share_prefix": False, "padding_free": True, "packing": False,
-                         "torch_compile": True, **BEFORE},
-         # the shared-prefix batches, each one padding-free forward (sft.group_by_prefix)
-         "pf-grouped": {"share_prefix": False, "group_by_prefix": True, "padding_free": True,
-                        "packing": False, **BEFORE},
-         # the shared-prefix batches, each run as a plain padded forward
-         "padded-grouped": {"share_prefix": True, "padding_free": False, "packing": False,
-                            **BEFORE},
-         "shared-prefix": {"share_prefix": True, "padding_free": False, "packing": False,
-                           **BEFORE},
-         # rows of similar length together inside a prefix group (less padding; measured to
-         # cost round 1 its multi-turn skill, so not the default)
-         "shared-prefix-sorted": {"share_prefix": True, "padding_free": False, "packing": False,
-                                  "length_sorted": True, **BEFORE}}
+         "pf-rows-bf16": {"padding_free": True, "packing": False, "base_dtype": "auto"},
+         "packing": {"padding_free": True, "packing": True, **F32}}
 BASELINE = "padded"
-BEFORE_MODE = "padding-free"   # what rounds trained with before row attention: a second ratio
-LOSS_PAIR = ("shared-prefix", "padded-grouped")   # same batches, two forwards
 # each mode's reference on the same batches in the same order: their first losses must agree
-SAME_BATCHES = {"pf-full-head": "padded", "padding-free": "padded", "pf-compiled": "padded",
-                "pf-rows": "padded", "pf-rows-bf16": "padded",
-                "pf-grouped": "padded-grouped",
-                "shared-prefix": "padded-grouped"}
+SAME_BATCHES = {"pf-full-head": "padded", "pf-rows": "padded", "pf-rows-bf16": "padded"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -181,7 +149,6 @@ def _sft_child(mode: str, model_dir: str, rows: list[Trajectory], sft: dict,
                threads: int) -> dict:
     """One SFT measurement (runs in a fresh process)."""
     import torch
-    from transformers.trainer_callback import PrinterCallback
 
     from engine.training import sft as sft_module
     from engine.training.settings import SFTSettings
@@ -193,9 +160,6 @@ def _sft_child(mode: str, model_dir: str, rows: list[Trajectory], sft: dict,
     settings = SFTSettings(**sft, **MODES[mode])
     with tempfile.TemporaryDirectory() as tmp:
         trainer, info = sft_trainer(rows, Path(model_dir), Path(tmp), settings, progress=False)
-        if mode == "padded-grouped":
-            trainer.share_prefix = False   # grouped batches, each a plain padded forward
-        trainer.remove_callback(PrinterCallback)   # losses are read from the log history
         cpu0 = time.process_time()
         result = trainer.train()
         cpu = time.process_time() - cpu0
@@ -206,7 +170,6 @@ def _sft_child(mode: str, model_dir: str, rows: list[Trajectory], sft: dict,
             "tokens_per_s": round(seen / runtime, 1), "cpu_seconds": round(cpu, 1),
             "tokens_per_cpu_s": round(seen / cpu, 1), "threads": torch.get_num_threads(),
             "peak_rss_mib": peak_rss_mib(),
-            "prefix_tokens_shared": trainer.prefix_tokens_shared,
             "losses": [r["loss"] for r in trainer.state.log_history if "loss" in r]}
 
 
@@ -241,7 +204,7 @@ def _measure(mode: str, *a) -> dict:
 
 def summarise(runs: list[dict[str, dict]], loss_steps: int) -> dict:
     """Per mode: the median run (by tokens/s), the median of its per-repeat ratio to the
-    baseline, every repeat's tokens/s; and the loss agreement of the shared-prefix pair.
+    baseline, every repeat's tokens/s, and its first losses against its same-batch reference.
     Ratios and loss differences come only from repeats where both modes finished."""
     def done(run, *modes):
         return all(m in run and "failed" not in run[m] for m in modes)
@@ -259,22 +222,13 @@ def summarise(runs: list[dict[str, dict]], loss_steps: int) -> dict:
         med = sorted(per, key=lambda r: r["tokens_per_s"])[(len(per) - 1) // 2]
         out[mode] = {**med, "repeats_tokens_per_s": [r["tokens_per_s"] for r in per]}
         for key, ratio, ref in (("tokens_per_s", "vs_baseline", BASELINE),
-                                ("tokens_per_s", "vs_before", BEFORE_MODE),
                                 ("tokens_per_cpu_s", "cpu_vs_baseline", BASELINE)):
             ratios = [r[mode][key] / r[ref][key] for r in runs if done(r, mode, ref)]
             out[mode][key] = statistics.median(r[key] for r in per)
             out[mode][ratio] = round(statistics.median(ratios), 3) if ratios else None
         diffs = loss_diffs(mode, SAME_BATCHES[mode]) if mode in SAME_BATCHES else []
         out[mode]["loss_max_diff"] = max(diffs) if diffs else None
-    agreement = None
-    paired = [r for r in runs if done(r, *LOSS_PAIR)]
-    if paired:
-        a, _ = LOSS_PAIR
-        agreement = {"modes": list(LOSS_PAIR),
-                     "steps": min(loss_steps, len(paired[0][a]["losses"])),
-                     "repeats": len(paired),
-                     "max_abs_diff": max(loss_diffs(*LOSS_PAIR), default=0.0)}
-    return {"sft": out, "loss_agreement": agreement}
+    return {"sft": out}
 
 
 def table(results: dict) -> str:
@@ -286,9 +240,8 @@ def table(results: dict) -> str:
              f"{first['threads']} thread(s), {'bf16 autocast' if args['bf16'] else 'fp32'}, "
              f"{results['repeats']} repeat(s), medians",
              f"{'mode':<16}{'steps':>6}{'tokens':>8}{'seconds':>9}{'tokens/s':>10}"
-             f"{'vs ' + BASELINE:>11}{'vs ' + BEFORE_MODE:>17}{'CPU s':>8}{'tok/CPU-s':>10}"
-             f"{'vs ' + BASELINE:>11}"
-             f"{'shared':>8}{'peak RSS MiB':>14}  max |loss diff| vs same batches "
+             f"{'vs ' + BASELINE:>11}{'CPU s':>8}{'tok/CPU-s':>10}{'vs ' + BASELINE:>11}"
+             f"{'peak RSS MiB':>14}  max |loss diff| vs same batches "
              f"(first {results['loss_steps']} steps)"]
 
     def ratio(x):
@@ -297,19 +250,12 @@ def table(results: dict) -> str:
         if "failed" in r:
             lines.append(f"{mode:<16}failed: {r['failed']}")
             continue
-        shared = r["prefix_tokens_shared"] / r["tokens"] if r["tokens"] else 0.0
         lines.append(f"{mode:<16}{r['steps']:>6}{r['tokens']:>8}{r['seconds']:>9.1f}"
                      f"{r['tokens_per_s']:>10.1f}{ratio(r['vs_baseline'])}"
-                     f"{ratio(r.get('vs_before')):>17}"
                      f"{r['cpu_seconds']:>8.0f}{r['tokens_per_cpu_s']:>10.1f}"
-                     f"{ratio(r['cpu_vs_baseline'])}{shared:>8.1%}{r['peak_rss_mib']:>14.0f}"
+                     f"{ratio(r['cpu_vs_baseline'])}{r['peak_rss_mib']:>14.0f}"
                      + (f"  {r['loss_max_diff']:.2e} vs {SAME_BATCHES[mode]}"
                         if r.get("loss_max_diff") is not None else ""))
-    agree = results.get("loss_agreement")
-    if agree:
-        lines.append(f"loss, first {agree['steps']} steps, {agree['modes'][0]} vs "
-                     f"{agree['modes'][1]} (same batches, {agree['repeats']} repeat(s)): "
-                     f"max |diff| {agree['max_abs_diff']:.2e}")
     g = results.get("grpo")
     if g:
         lines.append(f"GRPO: {g['seconds_per_step']} s/step over {g['steps']} steps (group "

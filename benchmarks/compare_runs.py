@@ -1,0 +1,93 @@
+"""Are two runs' gates the same? Round by round: every gate number, then training losses and the
+candidate's canary transcripts. For a refactor that must not change behaviour: run a preset
+before and after (`pipeline run --preset tiny --run-dir A`, then B) and compare.
+
+    python benchmarks/compare_runs.py RUN_A RUN_B
+
+Gate numbers are the report's decision, its rules (name, passed, detail) and per canary the
+item hash, n, MDE, baseline and candidate metrics, and every paired comparison; paths and times
+are left out. Exit status 1 when any gate number differs, 0 otherwise (losses and transcripts
+are reported, not judged: training on another machine may round differently).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+
+def gate_numbers(round_dir: Path) -> dict:
+    report = json.loads((round_dir / "gate" / "report.json").read_text())
+    canaries = {name: {k: c.get(k) for k in ("hash", "n_items", "mde", "primary", "baseline",
+                                              "candidate", "comparisons", "verdict")}
+                for name, c in report["canaries"].items()}
+    return {"decision": report["decision"], "passed": report["passed"],
+            "target": report["target"], "thresholds": report["thresholds"],
+            "rules": [(r["name"], r["passed"], r["detail"]) for r in report["rules"]],
+            "canaries": canaries}
+
+
+def losses(round_dir: Path) -> list[float]:
+    out = []
+    for name in ("train_log.jsonl", "grpo_log.jsonl"):
+        path = round_dir / name
+        if path.exists():
+            out += [json.loads(line).get("loss") for line in path.read_text().splitlines()
+                    if line.strip()]
+    return [x for x in out if x is not None]
+
+
+def transcripts(round_dir: Path) -> str:
+    """A digest of the candidate's canary conversations (messages only)."""
+    path = round_dir / "gate" / "candidate" / "rollouts.jsonl"
+    if not path.exists():
+        return ""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    text = json.dumps(sorted((r["id"], r["messages"]) for r in rows), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def compare(a: Path, b: Path) -> int:
+    rounds_a = sorted(p.name for p in a.glob("round-*") if (p / "gate" / "report.json").exists())
+    rounds_b = sorted(p.name for p in b.glob("round-*") if (p / "gate" / "report.json").exists())
+    if rounds_a != rounds_b:
+        print(f"rounds differ: {rounds_a} against {rounds_b}")
+        return 1
+    differ = 0
+    for name in rounds_a:
+        ga, gb = gate_numbers(a / name), gate_numbers(b / name)
+        same = ga == gb
+        differ += not same
+        la, lb = losses(a / name), losses(b / name)
+        loss_note = ("identical" if la == lb else
+                     f"max |diff| {max((abs(x - y) for x, y in zip(la, lb)), default=0):.2e}"
+                     if len(la) == len(lb) else f"{len(la)} against {len(lb)} steps")
+        ta, tb = transcripts(a / name), transcripts(b / name)
+        print(f"{name:<22} gate {'identical' if same else 'DIFFERENT'} ({ga['decision']}); "
+              f"losses {loss_note} ({', '.join(f'{x:.4f}' for x in la)}); "
+              f"candidate transcripts {'identical' if ta == tb else 'different'} ({ta})")
+        if not same:
+            for key in ga:
+                if ga[key] != gb[key]:
+                    print(f"  {key}: {json.dumps(ga[key])[:300]}\n  against {json.dumps(gb[key])[:300]}")
+        for canary, c in sorted(ga["canaries"].items()):
+            comp = c["comparisons"].get(c["primary"], {})
+            print(f"  {canary:<14} n={c['n_items']:<3} {c['primary']}: {comp.get('baseline')} -> "
+                  f"{comp.get('candidate')} ({comp.get('wins')} W / {comp.get('losses')} L) "
+                  f"{c['verdict']}")
+    print("gate numbers identical" if not differ else f"gate numbers differ in {differ} round(s)")
+    return 1 if differ else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("a", type=Path)
+    ap.add_argument("b", type=Path)
+    args = ap.parse_args(argv)
+    return compare(args.a, args.b)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""The console shows the project's lines; engine logs go to every other handler (a round's
+log.txt) and reach the console only with -v, or when they are errors."""
+import logging
+
+import pytest
+
+from pipeline import console
+
+
+@pytest.fixture
+def log_txt(tmp_path):
+    handler = logging.FileHandler(tmp_path / "log.txt")
+    logging.getLogger().addHandler(handler)
+    yield tmp_path / "log.txt"
+    logging.getLogger().removeHandler(handler)
+    handler.close()
+    for h in [h for h in logging.getLogger().handlers if h.get_name() == console.HANDLER]:
+        logging.getLogger().removeHandler(h)
+
+
+def emit():
+    logging.getLogger("toolsmith").info("rollouts: 6 rollouts, 2 verified successes")
+    logging.getLogger("vllm.engine.core").info("Automatically detected platform cpu.")
+    logging.getLogger("peft.tuners").warning("a trainer warning")
+    logging.getLogger("vllm.engine.core").error("EngineCore failed to start")
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_engine_logs_go_to_log_txt_and_to_the_console_only_with_verbose(verbose, log_txt,
+                                                                         capsys):
+    console.setup(verbose=verbose)
+    console.setup(verbose=verbose)   # a second call replaces the handler, no doubled lines
+    emit()
+    err = capsys.readouterr().err
+    assert err.count("rollouts: 6 rollouts, 2 verified successes") == 1
+    assert err.count("EngineCore failed to start") == 1            # errors always show
+    assert ("Automatically detected platform" in err) is verbose
+    assert ("a trainer warning" in err) is verbose
+    saved = log_txt.read_text()
+    for line in ("rollouts: 6 rollouts", "Automatically detected platform", "a trainer warning",
+                 "EngineCore failed to start"):
+        assert line in saved
+
+
+def test_run_takes_verbose():
+    from pipeline.cli import build_parser
+    assert build_parser().parse_args(["run", "--preset", "tiny", "-v"]).verbose is True
+    assert build_parser().parse_args(["run", "--preset", "tiny"]).verbose is False
