@@ -179,7 +179,7 @@ def test_evaluate_model_merges_bfcl_and_reuses_only_same_hashes(tmp_path):
     for cat, n in BFCL.items():
         s = res["suites"]["bfcl_" + cat]
         assert s["n_items"] == n and s["primary"] == "accuracy"
-        assert s["hash"] == suite_hash(cat, canary_items(cat, n, "v1"))
+        assert s["hash"] == suite_hash(cat, canary_items(cat, n, cfg.canaries.version))
         assert s["metrics"] == {"accuracy": 1.0, "pass@k": 1.0}
         assert res["settings"]["hashes"]["bfcl_" + cat] == s["hash"]
     assert res["suites"]["single_turn"]["metrics"]["exact"] == 0.0   # "Done." calls nothing
