@@ -25,8 +25,8 @@ def test_an_integer_too_long_to_convert_is_a_parse_error():
 
 
 def test_a_teacher_row_with_a_huge_integer_is_dropped_not_raised(tmp_path):
-    call = f'<tool_call>{{"name": "get_weather", "arguments": {{"city": "Oslo", "days": {HUGE}}}}}' \
-           '</tool_call>'
+    call = ('<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo", "days": '
+            + HUGE + '}}</tool_call>')
     good = [{"role": "user", "content": "Weather in Oslo?"},
             {"role": "assistant", "content": "It is sunny."}]
     bad = [{"role": "user", "content": "Weather in Oslo?"},
