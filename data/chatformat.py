@@ -11,7 +11,6 @@ external data), in the same canonical form `format_call` writes.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,8 +122,32 @@ class ParsedTurn:
         return not self.errors
 
 
-_CALL_RE = re.compile(re.escape(CALL_OPEN) + r"(.*?)" + re.escape(CALL_CLOSE), re.S)
-_THINK_RE = re.compile(re.escape(THINK_OPEN) + r"(.*?)" + re.escape(THINK_CLOSE), re.S)
+def _spans(text: str, open_tag: str, close_tag: str) -> list[tuple[int, int]]:
+    """(start, end) of each `open_tag ... close_tag` block, left to right, the first close
+    after each open (what a lazy regex finds), in one pass: an open tag with no close after
+    it ends the search, so unclosed tags cost linear time, not a rescan per tag."""
+    out, pos = [], 0
+    while True:
+        i = text.find(open_tag, pos)
+        if i < 0:
+            return out
+        j = text.find(close_tag, i + len(open_tag))
+        if j < 0:
+            return out
+        pos = j + len(close_tag)
+        out.append((i, pos))
+
+
+def _inner(text: str, spans: list[tuple[int, int]], open_tag: str, close_tag: str) -> list[str]:
+    return [text[i + len(open_tag):j - len(close_tag)] for i, j in spans]
+
+
+def _without(text: str, spans: list[tuple[int, int]]) -> str:
+    keep, pos = [], 0
+    for i, j in spans:
+        keep.append(text[pos:i])
+        pos = j
+    return "".join(keep) + text[pos:]
 
 
 def _schemas(tools: list[dict] | None) -> dict[str, dict]:
@@ -209,17 +232,19 @@ def parse(text: str, tools: list[dict] | None = None, *,
     if "<" not in text:  # plain answer: nothing to parse
         turn.text = text.strip()
         return turn
-    thinks = _THINK_RE.findall(text)
+    think_spans = _spans(text, THINK_OPEN, THINK_CLOSE)
+    thinks = _inner(text, think_spans, THINK_OPEN, THINK_CLOSE)
     if thinks:
         turn.think = "\n".join(t.strip() for t in thinks)
     elif THINK_OPEN in text:
         turn.errors.append("unclosed <think> tag")
     if schemas is None and tools is not None:
         schemas = _schemas(tools)
-    for raw in _CALL_RE.findall(text):
+    call_spans = _spans(text, CALL_OPEN, CALL_CLOSE)
+    for raw in _inner(text, call_spans, CALL_OPEN, CALL_CLOSE):
         try:
             obj = json.loads(raw)
-        except (json.JSONDecodeError, RecursionError) as err:
+        except (ValueError, RecursionError) as err:  # ValueError: also a number too long
             turn.errors.append(f"malformed JSON in <tool_call>: {err}")
             continue
         if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
@@ -229,7 +254,7 @@ def parse(text: str, tools: list[dict] | None = None, *,
         if isinstance(args, str):  # OpenAI wire form: arguments as a JSON string
             try:
                 args = json.loads(args)
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):
                 turn.errors.append(f"arguments of {obj['name']} are not valid JSON")
                 continue
         if schemas is not None:
@@ -241,7 +266,8 @@ def parse(text: str, tools: list[dict] | None = None, *,
             turn.errors.append(f"arguments of {obj['name']} are not an object")
             continue
         turn.calls.append(Call(obj["name"], args))
-    rest = _CALL_RE.sub("", _THINK_RE.sub("", text))
+    no_think = _without(text, think_spans)
+    rest = _without(no_think, _spans(no_think, CALL_OPEN, CALL_CLOSE))
     if CALL_OPEN in rest:
         turn.errors.append("unclosed <tool_call> tag")
         rest = rest.split(CALL_OPEN)[0]

@@ -41,8 +41,12 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:  # a full disk leaves the old file and no temporary one
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 class Appender:
@@ -97,9 +101,10 @@ def read(path: str | Path, model: type[M] | None = None) -> Iterator:
                 continue
             try:
                 obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({err.msg} at column "
-                                f"{err.colno}); fix or delete that line") from None
+            except ValueError as err:  # JSONDecodeError, or a number too long to convert
+                raise DataError(f"{path}:{lineno}: not valid JSON ({getattr(err, 'msg', err)}"
+                                f" at column {getattr(err, 'colno', '?')}); fix or delete "
+                                "that line") from None
             if model is None:
                 yield obj
                 continue

@@ -75,8 +75,9 @@ def _file_rows(path: Path, bad: list[str] | None = None) -> Iterator[tuple[str, 
     if text.lstrip().startswith("["):
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as err:
-            broken(f"{path}: not valid JSON ({err.msg} at line {err.lineno})")
+        except ValueError as err:
+            broken(f"{path}: not valid JSON ({getattr(err, 'msg', err)} at line "
+                   f"{getattr(err, 'lineno', '?')})")
             return
         for i, row in enumerate(data):
             yield f"{path}[{i}]", row
@@ -86,8 +87,9 @@ def _file_rows(path: Path, bad: list[str] | None = None) -> Iterator[tuple[str, 
             continue
         try:
             row = json.loads(line)
-        except json.JSONDecodeError as err:
-            broken(f"{path}:{lineno}: not valid JSON ({err.msg} at column {err.colno})")
+        except ValueError as err:  # JSONDecodeError, or a number too long to convert
+            broken(f"{path}:{lineno}: not valid JSON ({getattr(err, 'msg', err)} at column "
+                   f"{getattr(err, 'colno', '?')})")
             continue
         yield f"{path}:{lineno}", row
 

@@ -300,9 +300,8 @@ def _reasoning(d: Draw) -> tuple[Task, Example]:
     item, person = rng.choice(["pencils", "apples", "tickets", "stamps"]), rng.choice(
         ["Tom", "Mia", "Ravi", "Lena"])
     form = rng.randrange(3)
-    if form == 0:
-        ans = c + a * b if a * b < c else c * 2 - a * b
-        paid = c if a * b < c else c * 2
+    if form == 0:  # the payment covers the price: c, else the next multiple of 50 above it
+        paid = c if a * b < c else (a * b // 50 + 1) * 50
         prompt = (f"{person} buys {a} {item} at {b} dollars each and pays with {paid} dollars. "
                   f"How much change does {person} get?")
         ans, plan = paid - a * b, f"{a} x {b} = {a * b}; {paid} - {a * b} = {paid - a * b}."

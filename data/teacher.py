@@ -39,6 +39,8 @@ from .verify import has_loop, replay, verify
 MODES = ("execute", "schema", "trust")
 KEPT_AS = {"execute": "re-executed and verified", "schema": "schema-checked, not executed",
            "trust": "trusted, not verified"}
+# `execute` on a row no round task has the prompt of: its calls re-ran, its answer did not
+UNCHECKED = "re-executed, answer unchecked (no round task has its prompt)"
 MAX_TURNS = Task.model_fields["max_turns"].default  # per user turn, for rows without a task
 EXAMPLES = 20  # dropped rows named in the stats (all of them go to the round's drop list)
 
@@ -59,11 +61,24 @@ class TeacherTraces:
     dropped: list[tuple[str, str]] = field(default_factory=list)  # (reason, "file:line: ...")
 
     def stats(self) -> dict:
-        """Read, kept and dropped counts, drops by reason, and the first dropped rows."""
-        return {"file": self.source, "verify": self.mode, "kept_as": KEPT_AS[self.mode],
+        """Read, kept and dropped counts, what vouched for the kept rows (`execute`: how many
+        kept an answer nothing checked), drops by reason, and the first dropped rows."""
+        unchecked = sum(answer_unchecked(t) for t in self.kept)
+        kept_as = KEPT_AS[self.mode]
+        if unchecked:
+            kept_as = (f"{len(self.kept) - unchecked} {kept_as}, {unchecked} {UNCHECKED}"
+                       if unchecked < len(self.kept) else UNCHECKED)
+        return {"file": self.source, "verify": self.mode, "kept_as": kept_as,
+                "answer_unchecked": unchecked,
                 "read": len(self.kept) + len(self.dropped), "kept": len(self.kept),
                 "dropped": len(self.dropped), "why": dict(Counter(r for r, _ in self.dropped)),
                 "rows": [line for _, line in self.dropped[:EXAMPLES]]}
+
+
+def answer_unchecked(traj: Trajectory) -> bool:
+    """A kept row whose final answer no check vouched for (`execute` without a task)."""
+    return traj.verification is not None and traj.verification.checks.get(
+        "answer_checked") is False
 
 
 def load_teacher(source: str | Path, mode: str = "schema", tasks: Iterable[Task] = (),
@@ -126,7 +141,8 @@ def _vouch(mode: str, task: Task | None, conv: Conversation, executed: int,
         if has_loop(calls):
             raise Dropped("failed verification", "repeated a failing or identical call (loop)")
         return Verification(score=1.0, success=True, checks={
-            "executed": True, "results_agree": True, "valid_calls": True, "no_loop": True},
+            "executed": True, "results_agree": True, "valid_calls": True, "no_loop": True,
+            "answer_checked": False},
             reasons=[f"teacher trace (verify: execute): {executed} call(s) re-executed in the "
                      "built-in domains, results agree; no task, so the answer is unchecked"])
     if mode == "schema":

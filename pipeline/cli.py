@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 from pathlib import Path
@@ -125,8 +126,10 @@ def cmd_status(args) -> int:
 
 def cmd_report(args) -> int:
     from gates.html import write_run_report
-    from gates.report import detail_table, final_vs_base_table, summary_table
+    from gates.report import detail_table, final_vs_base_table, machine_lines, summary_table
     print(summary_table(Path(args.run)))
+    for line in machine_lines(Path(args.run)):
+        print(line)
     detail = detail_table(Path(args.run))
     if detail:
         print("\ngates in detail:\n" + detail)
@@ -173,8 +176,10 @@ def cmd_eval(args) -> int:
     from engine import models
     from pipeline import config
     from pipeline.recipes import BFCL_PREFIX
+    from pipeline.preflight import model_dir
     overrides = [f"sampler.backend={args.backend}"] if args.backend else []
     cfg = config.load(args.config, args.preset, overrides + list(args.overrides or []))
+    model_dir(cfg, args.model, "model")  # one the sampler can run, before an engine starts
     if args.bfcl:  # BFCL categories, scored by BFCL's own checkers (gates/bfcl.py)
         from gates.bfcl import evaluate_model_bfcl
         from gates.bfcl_report import format_report
@@ -214,6 +219,8 @@ def cmd_export(args) -> int:
 def cmd_chat(args) -> int:
     from export.chat import chat
     domains = args.domains.split(",") if args.domains else None
+    if domains and not domain_checks(domains, {}):
+        return 2
     chat(Path(args.model), prompt=args.prompt, tools_domains=domains, max_tokens=args.max_tokens)
     return 0
 
@@ -234,6 +241,9 @@ def cmd_config(args) -> int:
 
 def cmd_tasks(args) -> int:
     from data import tasks
+    domains = args.domains.split(",") if args.domains else None
+    if (domains or "@" in args.kind) and not domain_checks(domains, {args.kind: args.n}):
+        return 2
     for i in range(args.start, args.start + args.n):
         try:
             t = tasks.make(args.kind, i, split=args.split, context_tokens=args.context_tokens,
@@ -253,6 +263,31 @@ def cmd_tasks(args) -> int:
         print(f"  gold   : {', '.join(f'{g.name}({json.dumps(g.arguments)})' for g in t.gold_calls) or 'no call'}")
         print(f"  answer : {t.answer!r}")
     return 0
+
+
+def domain_checks(domains: list[str] | None, tasks: dict[str, int]) -> bool:
+    """The checks `run` makes on a round's domains (each resolves, a user domain's oracles
+    score 1.0, some domain makes each task kind); False, with the error printed, on failure."""
+    from pipeline.recipes import check_domains
+    try:
+        check_domains(domains, tasks)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return False
+    return True
+
+
+# A write the file system refused: the message says the run's state is intact.
+WRITE_ERRORS = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT, errno.EFBIG}
+
+
+def write_error(err: OSError) -> str:
+    where = f"{err.filename}: " if err.filename else ""
+    return (f"error: cannot write {where}{err.strerror or err}. Nothing half-written was kept: "
+            "every file goes to a temporary name and is renamed when complete, so a run's "
+            "state (run.yaml, state.json, finished steps) is intact. Free disk space or make "
+            "the directory writable, then run the same command again: a run resumes at its "
+            "first unfinished step.")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -376,6 +411,11 @@ def main(argv: list[str] | None = None) -> int:
         return args.fn(args) or 0
     except (ConfigError, RunLocked, FileNotFoundError, RedoError) as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        if err.errno not in WRITE_ERRORS:
+            raise
+        print(write_error(err), file=sys.stderr)
         return 2
 
 

@@ -6,6 +6,7 @@ Precedence: built-in defaults < preset/config file < `key.path=value` overrides 
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any, ClassVar, Iterable, Literal
 
@@ -91,12 +92,15 @@ class GateSettings(Strict):
 
 
 class CanarySettings(Strict):
-    version: str = Field("v1", description="suite version: another version draws other items")
+    version: str = Field("v2", description="canary item set; a new version draws new items "
+                                           "(v2: the reasoning generator never makes negative "
+                                           "change)")
     k: int = Field(2, ge=1, description="samples per item (pass@k)")
     sizes: dict[str, int] = Field(default_factory=lambda: {c: 20 for c in CANARIES},
                                   description="items per built-in canary (every gate; a round's "
                                               "canaries key sizes its own)")
-    max_new_tokens: int = Field(192, description="tokens per assistant turn in evaluations")
+    max_new_tokens: int = Field(192, ge=8, description="tokens per assistant turn of a canary "
+                                                       "(0 would score empty outputs)")
     temperature: float = Field(0.7, ge=0.0, description="sampling temperature of evaluations "
                                                         "(0: greedy)")
     files: list[str] = Field(default_factory=list, description="extra suites: BFCL/GSM8K files")
@@ -110,6 +114,10 @@ class CanarySettings(Strict):
         bad = set(self.sizes) - set(CANARIES)
         if bad:
             raise ValueError(f"unknown canary(ies) {sorted(bad)}; choose from {CANARIES}")
+        small = {c: n for c, n in self.sizes.items() if n < 1}
+        if small:
+            raise ValueError(f"canaries.sizes: {small}: a canary needs at least 1 item (leave "
+                             "it out to skip it)")
         return self
 
     @field_validator("bfcl")
@@ -163,6 +171,10 @@ class ExportSettings(Strict):
     system: str | None = Field(None, description="system prompt written into the Modelfile")
 
 
+_SECRET = re.compile(r"api[_-]?key|secret|passw(or)?d|token$|^auth|credential|private[_-]?key",
+                     re.I)  # `max_tokens` ends in "tokens", not "token"
+
+
 class SamplerSettings(Strict):
     backend: Literal["auto", "vllm", "transformers", "llama_cpp", "openai"] = Field(
         "auto", description="auto: vLLM where installed, else transformers; llama_cpp samples "
@@ -175,6 +187,18 @@ class SamplerSettings(Strict):
                                                 "extra_buffers (default false)")
     max_context_tokens: int = Field(4096, ge=256, description="context window of the sampler "
                                                               "(prompt and generated tokens)")
+
+    @field_validator("options")
+    @classmethod
+    def _no_secrets(cls, options: dict[str, Any]) -> dict[str, Any]:
+        """run.yaml records every option in clear: a secret never goes in; the backend reads
+        it from the environment variable named by `api_key_env`."""
+        secret = [k for k in options if _SECRET.search(k) and not k.endswith("_env")]
+        if secret:
+            raise ValueError(f"sampler.options.{secret[0]}: looks like a secret, which would be "
+                             "written in clear to run.yaml; put it in an environment variable "
+                             "and name that variable in sampler.options.api_key_env")
+        return options
 
 
 class RunConfig(Strict):
@@ -372,10 +396,7 @@ def load(path: str | Path | None = None, preset: str | None = None,
 
 
 def dump(cfg: RunConfig) -> str:
-    """The resolved config as YAML; each round with its recipe's own keys (the rounds mapping
-    is typed by the base class, which would drop them). A pooled round's `k` is left out: it is
-    unused, and written out it would read back as set beside `pool`."""
-    unused = {name: {"k"} for name, rs in cfg.rounds.items() if getattr(rs, "pool", None)}
-    tree = cfg.model_dump(mode="json", serialize_as_any=True,
-                          exclude={"rounds": unused} if unused else None)
-    return yaml.safe_dump(tree, sort_keys=False)
+    """The config as YAML with every key, each round's own recipe keys included (rounds are
+    typed as the base settings class, so they dump as their actual class): `load` of the
+    result plans the same run."""
+    return yaml.safe_dump(cfg.model_dump(mode="json", serialize_as_any=True), sort_keys=False)

@@ -8,6 +8,7 @@ steps that use the same model (`engine.sampling.keep_engines`) and closed when t
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from contextlib import contextmanager
@@ -22,12 +23,14 @@ from gates.decontamination import decontaminator_for
 from gates.gate import GateResult, gate_round, suites_for
 from gates.gate import evaluate_baseline as evaluate_promoted
 from gates.html import write_run_report
-from engine import models
+from data.jsonl import write_text_atomic
+from engine import machine, models
 from pipeline import recipes
 from engine import timing
 from pipeline.config import RunConfig, dump
 from engine.runstore import RunStore
 from engine.sampling import backend_opener, keep_engines
+from pipeline.preflight import Inputs, check_inputs
 from pipeline.redo import finish_redo
 from rounds.common import Candidate, NothingAccepted, RoundContext
 
@@ -64,11 +67,12 @@ def run(cfg: RunConfig, only_round: int | None = None, from_model: str | None = 
     """Run every round not yet done (or only `only_round`, which `from_model` may start).
     Returns the run's summary: round name -> promoted / rejected."""
     store = RunStore(cfg.directory())
+    inputs = check_inputs(cfg, from_model if only_round else None)  # before any write
     store.lock()
     try:
         finish_redo(store)  # a `--redo` killed while it dropped steps finishes first
-        this_run = open_run(cfg, store, force, progress)
-        start = Path(from_model) if (from_model and only_round) else None
+        this_run = open_run(cfg, store, force, progress, inputs)
+        start = inputs.start
         summary = {}
         with keep_engines() as engines:  # the last engine is closed however the run ends
             for number, name, rs in cfg.planned_rounds():
@@ -90,15 +94,19 @@ def run(cfg: RunConfig, only_round: int | None = None, from_model: str | None = 
         store.unlock()
 
 
-def open_run(cfg: RunConfig, store: RunStore, force: bool, progress: bool) -> Run:
-    """Record the config as run; the promoted model so far (the base model at first), the
-    canary suites and the decontaminator built from every evaluation prompt (canaries,
-    canary files, BFCL)."""
-    (store.root / "run.yaml").write_text(dump(cfg))
-    base = models.resolve(cfg.model)  # a missing model fails here, even on a resumed run
-    promoted = store.promoted() or {"round": 0, "name": "base", "model": str(base),
+def open_run(cfg: RunConfig, store: RunStore, force: bool, progress: bool,
+             inputs: Inputs | None = None) -> Run:
+    """Record the config as run and the machine it runs on; finish a promotion a kill cut
+    short; the promoted model so far (the base model at first), the canary suites and the
+    decontaminator built from every evaluation prompt (canaries, canary files, BFCL).
+    `inputs`: the checked model and suites (default: checked here, before any write)."""
+    inputs = inputs or check_inputs(cfg)
+    write_text_atomic(store.root / "run.yaml", dump(cfg))
+    store.record_machine(machine.describe())
+    publish_promotion(store, cfg)
+    promoted = store.promoted() or {"round": 0, "name": "base", "model": str(inputs.base),
                                     "eval_dir": str(store.root / "evals" / "base")}
-    suites = suites_for(cfg, cfg.canaries.largest_sizes(cfg.rounds.values()))
+    suites = inputs.suites
     return Run(cfg, store, suites, decontaminator_for(suites), promoted, force, progress)
 
 
@@ -121,12 +129,12 @@ def run_round(run: Run, number: int, name: str, rs: recipes.RoundSettings,
                            decontaminator=run.decontaminator,
                            open_backend=backend_opener(run.cfg.sampler), progress=run.progress)
         suites = round_suites(run, rs)
-        if ctx.start_model == Path(run.promoted["model"]):
-            evaluate_baseline(run, suites)
+        baseline = run.promoted if start_model is None else from_record(run, start_model)
+        evaluate_baseline(run, suites, baseline)
         cand = run_recipe(run, ctx, t0)
         if cand is None:
             return "rejected"
-        gate = gate_round(run.cfg, suites, run.promoted, cand.model_dir, ctx.dir / "gate",
+        gate = gate_round(run.cfg, suites, baseline, cand.model_dir, ctx.dir / "gate",
                           round_no=number, name=name, target=rs.target, started=t0,
                           force=run.force, progress=run.progress,
                           thresholds=run.cfg.gate.for_round(rs),
@@ -141,12 +149,23 @@ def run_round(run: Run, number: int, name: str, rs: recipes.RoundSettings,
         return status
 
 
-def evaluate_baseline(run: Run, suites: list[Suite]) -> None:
+def from_record(run: Run, model: Path) -> dict:
+    """The baseline of a round started `--from` a model: that model, evaluated into its own
+    directory (one per model path), since the round's candidate must beat what it started
+    from."""
+    if str(model) == run.promoted["model"]:
+        return run.promoted
+    tag = hashlib.sha1(str(Path(model).resolve()).encode()).hexdigest()[:10]
+    return {"round": run.promoted["round"], "name": f"from {model}", "model": str(model),
+            "eval_dir": str(run.store.root / "evals" / f"from-{tag}")}
+
+
+def evaluate_baseline(run: Run, suites: list[Suite], baseline: dict) -> None:
     """The gate's baseline evaluation, done before the recipe: the engine it starts is the one
     the recipe then samples from (kept alive; closed before training), so a baseline not yet
     evaluated (the base model in round 1) costs no second engine start. The gate finds the
     evaluation on disk and reuses it."""
-    evaluate_promoted(run.cfg, suites, run.promoted, run.progress)
+    evaluate_promoted(run.cfg, suites, baseline, run.progress)
 
 
 @contextmanager
@@ -203,12 +222,23 @@ def promote_or_reject(run: Run, ctx: RoundContext, t0: float, cand: Candidate,
     run.promoted = {"round": ctx.number, "name": ctx.name, "model": str(cand.model_dir),
                     "eval_dir": str(gate.candidate_eval), "forced": gate.decision.forced,
                     "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    run.store.promote(run.promoted)
-    if verdict.export_dir is not None:
-        publish_export(run.store, verdict.export_dir, run.cfg.export.quant, run.cfg.export.system)
-    run.store.set_round_status(ctx.number, "promoted", wall_s=wall, stats=ctx.stats)
+    run.store.commit_promotion(ctx.number, run.promoted, verdict.export_dir, wall_s=wall,
+                               stats=ctx.stats)  # one atomic write: the promotion happened
+    publish_promotion(run.store, run.cfg)
     log.info("round %d %s: promoted (%.0f s)", ctx.number, ctx.name, wall)
     return "promoted"
+
+
+def publish_promotion(store: RunStore, cfg: RunConfig) -> None:
+    """promoted.json and the export mirror of the committed promotion, if not yet written
+    (a resumed run finishes what a kill cut short; redoing it is harmless)."""
+    pending = store.pending_promotion()
+    if pending is None:
+        return
+    store.promote(pending["record"])
+    if pending.get("export_dir"):
+        publish_export(store, Path(pending["export_dir"]), cfg.export.quant, cfg.export.system)
+    store.promotion_published()
 
 
 def reject(run: Run, ctx: RoundContext, t0: float, reasons: list[str]) -> None:

@@ -133,6 +133,9 @@ class RoundSettings(Strict):
                 bad[kind] = err
         if bad:
             raise ValueError(f"unknown task kind(s) {sorted(bad)}: {next(iter(bad.values()))}")
+        negative = {k: n for k, n in self.tasks.items() if n < 0}
+        if negative:
+            raise ValueError(f"tasks: {negative}: a task count must be >= 0 (0 makes none)")
         unknown = sorted(set(self.canaries) - set(CANARIES))
         if unknown:
             raise ValueError(f"canaries: unknown built-in canary(ies) {unknown}; choose from "
@@ -272,7 +275,7 @@ class PooledRoundSettings(SampledRoundSettings):
         p = self.pool
         if p is None:
             return self
-        if "k" in self.model_fields_set and self.k != 1:  # 1: as a resolved config writes it
+        if self.k != type(self).model_fields["k"].default:  # (a dumped config says k: 1)
             raise ValueError("k and pool are both set: a pool samples pool.k_probe per task, "
                              "then tops up to pool.k_max; drop k")
         if "unsolved" in p.train_on and not self.oracle:

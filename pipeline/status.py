@@ -42,8 +42,10 @@ def status_text(run: Path) -> str:
         t = done.get("teacher")
         if t:
             why = ", ".join(f"{k} {v}" for k, v in t.get("why", {}).items())
-            lines.append(f"      teacher ({t['verify']}): {t['read']} read, {t['kept']} kept, "
-                         f"{t['dropped']} dropped" + (f" ({why})" if why else ""))
+            unchecked = (f" ({t['answer_unchecked']} schema-checked and re-executed, answer "
+                         "unchecked)" if t.get("answer_unchecked") else "")
+            lines.append(f"      teacher ({t['verify']}): {t['read']} read, {t['kept']} kept"
+                         f"{unchecked}, {t['dropped']} dropped" + (f" ({why})" if why else ""))
         lines += [f"      {step}: {note}" for step, note in step_notes(done)]
         if r.get("timing"):
             lines += time_lines(r["timing"], r.get("wall_s"))

@@ -212,7 +212,7 @@ def record_teacher(ctx: RoundContext, traces: TeacherTraces) -> None:
         stats["dropped_list"] = str(drops)
     ctx.stats["teacher"] = stats
     ctx.mark("teacher", read=stats["read"], kept=stats["kept"], dropped=stats["dropped"],
-             verify=traces.mode, why=stats["why"])
+             verify=traces.mode, why=stats["why"], answer_unchecked=stats["answer_unchecked"])
     log.info("teacher %s (verify: %s): %d read, %d kept (%s), %d dropped %s", traces.source,
              traces.mode, stats["read"], stats["kept"], stats["kept_as"], stats["dropped"],
              stats["why"])

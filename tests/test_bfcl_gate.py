@@ -126,12 +126,14 @@ class Oracle:
         from data.bfcl import parse_call_string
         from gates.ast_check import first_accepted
         from gates.bfcl_canary import canary_items
+        version = load().canaries.version  # the tiny preset's canary items
         self.silent = silent
         self.single = {it.messages[-1]["content"]: first_accepted(it.ground_truth, it.functions)
-                       for it in canary_items("simple_python", 10)}
+                       for it in canary_items("simple_python", 10, version)}
         self.multi = {e.turns[0][0]["content"]:
                       [[parse_call_string(s, e.all_functions()) for s in t]
-                       for t in e.ground_truth] for e in canary_items("multi_turn_base", 10)}
+                       for t in e.ground_truth]
+                      for e in canary_items("multi_turn_base", 10, version)}
 
     def generate(self, prompts, params, seeds, conversations=None):
         out = []
@@ -180,7 +182,7 @@ def test_evaluate_model_merges_bfcl_and_reuses_only_same_hashes(tmp_path):
     for cat, n in BFCL.items():
         s = res["suites"]["bfcl_" + cat]
         assert s["n_items"] == n and s["primary"] == "accuracy"
-        assert s["hash"] == suite_hash(cat, canary_items(cat, n, "v1"))
+        assert s["hash"] == suite_hash(cat, canary_items(cat, n, cfg.canaries.version))
         assert s["metrics"] == {"accuracy": 1.0, "pass@k": 1.0}
         assert res["settings"]["hashes"]["bfcl_" + cat] == s["hash"]
     assert res["suites"]["single_turn"]["metrics"]["exact"] == 0.0   # "Done." calls nothing
@@ -242,7 +244,7 @@ def test_gate_flags_a_bfcl_drop_and_reports_it(tmp_path):
     assert rep["thresholds"]["drop_abs"]["bfcl_multi_turn_base"] == 0.02
     md = md_path.read_text()
     assert "## bfcl_multi_turn_base: FAIL (no-drop)" in md
-    assert "n = 2 items, suite v1 " in md and "; MDE 0.801 (drop rule)" in md
+    assert f"n = 2 items, suite {cfg.canaries.version} " in md and "; MDE 0.801 (drop rule)" in md
     assert "primary metric `exact`; MDE 0.801 (keep rule)" in md
 
     table = summary_table(tmp_path)

