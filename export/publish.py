@@ -7,7 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
-from pipeline.config import ExportSettings
+from .settings import ExportSettings
 from engine.runstore import RunStore
 
 from .modelfile import write_modelfile

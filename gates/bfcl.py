@@ -327,7 +327,7 @@ def evaluate_model_bfcl(cfg, model_dir: str | Path, categories: str | list[str],
     """`pipeline eval MODEL --bfcl ...`: open the configured sampler backend on `model_dir`,
     evaluate, close. Greedy, `canaries.max_new_tokens` per step, `sampler.max_context_tokens`
     of context (passed on as vLLM's `max_model_len` / llama.cpp's `n_ctx` unless set)."""
-    from pipeline.config import ConfigError
+    from engine.settings import ConfigError
     from engine.sampling import default_backend, make_backend
     try:
         names = parse_categories(categories)

@@ -17,7 +17,7 @@ import json
 from collections import Counter
 
 from data.bfcl import CATEGORIES, MULTI_TURN, load_multi_turn, load_single, user_messages, version
-from pipeline.recipes import BFCL_PREFIX
+from data.canary_names import BFCL_PREFIX
 from engine.sampling.base import Backend, SamplingParams
 
 from .bfcl import Result, params_for, play_multi_turn, play_single_turn, select

@@ -11,10 +11,12 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from engine import timing
-from pipeline.config import GateSettings, RunConfig
+from .settings import GateSettings
+
+RunConfig = Any  # the run config (pipeline.config.RunConfig): canaries, sampler, gate, rounds
 from engine.sampling import backend_opener
 from engine.sampling.base import SamplingParams
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.config import GateSettings
+from .settings import GateSettings
 
 from .stats import Paired, paired
 

@@ -268,7 +268,7 @@ def cmd_tasks(args) -> int:
 def domain_checks(domains: list[str] | None, tasks: dict[str, int]) -> bool:
     """The checks `run` makes on a round's domains (each resolves, a user domain's oracles
     score 1.0, some domain makes each task kind); False, with the error printed, on failure."""
-    from pipeline.recipes import check_domains
+    from rounds.settings import check_domains
     try:
         check_domains(domains, tasks)
     except ValueError as err:

@@ -12,7 +12,7 @@ import logging
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from data import filters, jsonl, tasks as taskgen
 from data.taskfile import load_task_files
@@ -20,8 +20,9 @@ from data.teacher import TeacherTraces, load_teacher
 from data.trajectory import Task, Trajectory
 from data.verify import verify
 from engine import timing
-from pipeline.config import RunConfig
-from pipeline.recipes import RoundSettings
+from .settings import RoundSettings
+
+RunConfig = Any  # the run config (pipeline.config.RunConfig): sampler, canaries, seed
 from engine.runstore import RunStore
 from engine.sampling import release_engine
 from engine.sampling.base import SamplingParams

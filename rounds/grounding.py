@@ -4,7 +4,7 @@ Oracle demonstrations from the built-in environments, optional teacher traces (a
 endpoint), and samples of the base model; keep calls to declared tools with schema-valid
 arguments and a verified final answer; LoRA SFT.
 """
-from pipeline.recipes import GroundingSettings
+from .settings import GroundingSettings
 from rounds.common import Candidate, RoundContext, accept, make_tasks, oracle_trajectories, \
     sample, teacher_trajectories, train
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from data import tasks as taskgen
 from data.chatformat import render
-from pipeline.recipes import LongContextSettings
+from .settings import LongContextSettings
 from rounds.common import Candidate, RoundContext, make_tasks, train
 from rounds.pool import accepted_rows
 from rounds.replay import replay_rows

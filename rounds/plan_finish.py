@@ -3,7 +3,7 @@ the first call, end the turn with a final answer and nothing after it, within th
 With `pool`, a pass-rate-aware pool (`rounds.pool`) trains on the tasks the model solves
 sometimes but not reliably; a replay of earlier promoted rounds' rows (`rounds.replay`)
 trains beside them."""
-from pipeline.recipes import PlanFinishSettings
+from .settings import PlanFinishSettings
 from rounds.common import Candidate, RoundContext, make_tasks, train
 from rounds.pool import accepted_rows
 from rounds.replay import replay_rows

@@ -13,7 +13,7 @@ import logging
 
 from data.jsonl import write_text_atomic
 from data.trajectory import Task
-from pipeline.recipes import RLSettings
+from .settings import RLSettings
 from rounds.common import Candidate, RoundContext, make_tasks, sample, training_step
 from rounds.pool import (any_pass_rate, count_difficulties, difficulty, mean_pass_rate,
                          pass_rates)

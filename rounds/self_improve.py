@@ -3,7 +3,7 @@ model (or, with `pool`, a pass-rate-aware pool: `rounds.pool`), keep verified su
 the distribution (cap per task, balance domains / kinds / turn counts, shortest success first),
 add a replay of earlier promoted rounds' rows (`rounds.replay`), train; with `iterations` > 1, each iteration samples new tasks from the model the one before
 trained, and trains on top of it."""
-from pipeline.recipes import SelfImproveSettings
+from .settings import SelfImproveSettings
 from rounds.common import Candidate, RoundContext, make_tasks, train
 from rounds.pool import accepted_rows
 from rounds.replay import replay_rows

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from data.filters import Decontaminator
 from data.tasks import generate
 from pipeline.config import RunConfig
-from pipeline.recipes import RLSettings
+from rounds.settings import RLSettings
 from engine.runstore import RunStore
 from engine.sampling.base import Completion
 from engine.training.zero_variance import (SHARE_KEY, DropZeroVariance, constant_groups,

@@ -17,7 +17,7 @@ from data.envs.base import stable_int
 from data.filters import Decontaminator
 from data.trajectory import Trajectory, Verification
 from pipeline.config import RunConfig
-from pipeline.recipes import LongContextSettings, PlanFinishSettings, SelfImproveSettings
+from rounds.settings import LongContextSettings, PlanFinishSettings, SelfImproveSettings
 from engine.runstore import RunStore
 from engine.sampling.base import CALL_STOP, Completion
 from rounds import long_context, plan_finish, self_improve

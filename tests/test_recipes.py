@@ -12,7 +12,7 @@ OUTSIDE = textwrap.dedent('''
     """A round written outside the package: grounding again, on its own task mix."""
     from pydantic import Field
 
-    from pipeline.recipes import SampledRoundSettings
+    from rounds.settings import SampledRoundSettings
     from rounds.common import Candidate, accept, make_tasks, oracle_trajectories, train
 
 

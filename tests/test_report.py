@@ -189,7 +189,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path):
 
 
 def test_a_rounds_own_drop_abs_decides_its_gate_only():
-    from pipeline.recipes import RoundSettings
+    from rounds.settings import RoundSettings
     gate = GateSettings(drop_abs={"reasoning": 0.25}, floors={"irrelevance": 0.5})
     rs = RoundSettings(target="multi_turn", drop_abs={"irrelevance": 0.6})
     mine = gate.for_round(rs)

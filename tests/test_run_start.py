@@ -13,7 +13,7 @@ import pytest
 
 from pipeline import config
 from pipeline.cli import main
-from pipeline.recipes import GroundingSettings
+from rounds.settings import GroundingSettings
 from rounds.common import Candidate
 
 

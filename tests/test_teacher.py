@@ -16,7 +16,7 @@ from data.teacher import load_teacher
 from data.trajectory import Task, Trajectory
 from pipeline import config
 from pipeline.config import RunConfig
-from pipeline.recipes import GroundingSettings, Teacher
+from rounds.settings import GroundingSettings, Teacher
 from engine.runstore import RunStore
 from rounds.common import RoundContext, accept, teacher_trajectories
 

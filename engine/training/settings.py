@@ -9,7 +9,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from engine.settings import Strict
 
 MACHINE_BF16 = {"default_doc": "true where the CPU/GPU computes bf16 natively"}  # config reference
 DEFAULT_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -35,9 +37,7 @@ def bf16_supported() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-class Settings(BaseModel):
-    """Base: unknown keys are errors, so a misspelt option in run.yaml is caught."""
-    model_config = ConfigDict(extra="forbid")
+Settings = Strict  # the one strict base (engine/settings.py)
 
 
 class LoraSettings(Settings):

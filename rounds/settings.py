@@ -1,0 +1,321 @@
+"""The settings each kind of round recipe reads (`rounds.<name>:`), beside the recipes.
+
+Settings classes forbid unknown keys, so a key a recipe does not use (`oracle` on the RL
+round, a misspelt `temprature`) fails when the config loads, naming the round and the key.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from data import envs
+from data.canary_names import CANARIES, canary_choices, is_canary, off_canary_table
+from data.jsonl import DataError
+from data.loaders import HUB
+from data.taskfile import load_task_files
+from data.tasks import OFFERED, makers_for, parse_kind, validate_domain
+from data.trajectory import Kind
+from engine.settings import Strict
+from engine.training.settings import GRPOSettings, SFTSettings
+
+
+class Teacher(Strict):
+    file: str | None = Field(None, description="teacher traces to mix in: JSONL (or a JSON "
+                                               "array) of Hermes / ShareGPT `conversations` or "
+                                               "OpenAI `messages` rows, or hub:<dataset>")
+    verify: Literal["execute", "schema", "trust"] = Field(
+        "schema", description="what a row of `file` must pass to train: execute (re-run its "
+                              "calls in its task's or the built-in domains' environment, "
+                              "results must agree, the answer is verified), schema (declared "
+                              "tools, schema-valid arguments, well-formed turns) or trust "
+                              "(well-formed turns; counted as trusted, not verified)")
+    endpoint: str | None = Field(None, description="OpenAI-compatible base URL of a teacher model")
+    model: str | None = Field(None, description="teacher model name at the endpoint")
+    api_key_env: str | None = Field(None, description="environment variable holding the API key")
+    k: int = Field(1, ge=1, description="teacher samples per task")
+
+    @field_validator("file")
+    @classmethod
+    def _file_exists(cls, path: str | None) -> str | None:
+        """A missing file fails when the config loads, not after the round has sampled."""
+        if path and not path.startswith(HUB) and not Path(path).is_file():
+            raise ValueError(f"{path}: teacher file not found")
+        return path
+
+
+class FilterSettings(Strict):
+    cap_per_task: int = Field(2, ge=1, description="successes kept per task (shortest first)")
+    max_rows: int | None = Field(None, description="accepted rows at most (after balancing)")
+    balance: list[str] = Field(default_factory=lambda: ["domain", "kind", "turns"],
+                               description="trajectory fields the accepted rows are balanced "
+                                           "over (distribution matching)")
+
+
+class RoundSettings(Strict):
+    """What every round has: a switch, its recipe, its tasks and its gate target."""
+    enabled: bool = Field(True, description="false: the round is skipped")
+    recipe: str | None = Field(None, description="built-in recipe name or dotted path "
+                                                 "(default: the round's own name)")
+    tasks: dict[str, int] = Field(default_factory=dict, description="task kind -> count; "
+                                  "kind@domain draws that kind from one domain only")
+    domains: list[str] | None = Field(None, description="tool domains: built-in names or dotted "
+                                                        "paths pkg.module:DOMAIN (default: all "
+                                                        "built-in)")
+    offered_tools: int = Field(OFFERED, ge=1, le=24,
+                               description="tools a task offers at most: the ones its solution "
+                                           "needs, near misses and other domains' tools, a "
+                                           "count drawn per task (long-context tasks: by length)")
+    target: str = Field("multi_turn", description="canary that must improve for promotion: "
+                                                  "a built-in canary or bfcl_<category> of a "
+                                                  "category in canaries.bfcl")
+    canaries: dict[str, int] = Field(default_factory=dict,
+                                     description="this round's gate sizes of built-in canaries, "
+                                                 "over canaries.sizes (e.g. {multi_turn: 100} "
+                                                 "for a large target)")
+    drop_abs: dict[str, float] = Field(default_factory=dict,
+                                       description="this round's gate drop tolerances over "
+                                                   "gate.drop_abs (canary -> absolute drop "
+                                                   "in [0, 1])")
+
+    @model_validator(mode="after")
+    def _check(self):
+        wrong = off_canary_table(self.drop_abs)
+        if wrong:
+            raise ValueError(f"drop_abs: {wrong}: keys must be canaries ({canary_choices()}), "
+                             "values in [0, 1]")
+        bad = {}
+        for spec in [*(self.domains or []), *(k.partition("@")[2] for k in self.tasks)]:
+            if spec:  # a domain module may register task kinds: import it before they are read
+                envs.resolve(spec)
+        for kind in self.tasks:
+            try:
+                parse_kind(kind)
+            except ValueError as err:
+                bad[kind] = err
+        if bad:
+            raise ValueError(f"unknown task kind(s) {sorted(bad)}: {next(iter(bad.values()))}")
+        negative = {k: n for k, n in self.tasks.items() if n < 0}
+        if negative:
+            raise ValueError(f"tasks: {negative}: a task count must be >= 0 (0 makes none)")
+        unknown = sorted(set(self.canaries) - set(CANARIES))
+        if unknown:
+            raise ValueError(f"canaries: unknown built-in canary(ies) {unknown}; choose from "
+                             f"{', '.join(CANARIES)} (BFCL canaries are sized in canaries.bfcl)")
+        negative = {c: n for c, n in self.canaries.items() if n < 0}
+        if negative:
+            raise ValueError(f"canaries: {negative}: a size must be >= 0")
+        if not is_canary(self.target):
+            raise ValueError(f"target {self.target!r} is not a canary; choose from "
+                             f"{canary_choices()}")
+        if self.domains is not None or any(parse_kind(k)[1] for k in self.tasks):
+            check_domains(self.domains, self.tasks)
+        return self
+
+
+def check_domains(specs: list[str] | None, tasks: dict[str, int]) -> None:
+    """Resolve each domain (built-in name or dotted path; `specs` None: the built-in ones)
+    and each domain a `kind@domain` names, prove the oracles of a domain outside the built-in
+    six score 1.0 on a few tasks of every kind it supports, and refuse task kinds that none
+    of the domains can make. Raises ValueError naming the domain, the kind and what failed."""
+    if specs is not None and not specs:
+        raise ValueError("domains is empty: name at least one domain, or leave it out")
+    pinned = {k: parse_kind(k) for k in tasks}
+    named = list(specs) if specs is not None else list(envs.BUILTIN)
+    extra = [d for _, d in pinned.values() if d and d not in named]
+    names = {}
+    for spec in dict.fromkeys(named + extra):
+        name = names[spec] = envs.resolve(spec).name
+        if name not in envs.BUILTIN:
+            bad = validate_domain(name)
+            if bad:
+                raise ValueError(f"domain {spec!r} failed validation: " + "; ".join(bad))
+    unmade = [k for k, n in tasks.items() if n and not makers_for(
+        pinned[k][0], [names[pinned[k][1]]] if pinned[k][1] else [names[s] for s in named])]
+    if unmade:
+        raise ValueError(f"no configured domain makes task kind(s) {unmade} (domains: "
+                         f"{list(names.values())}); add a domain with those makers or drop "
+                         "the kinds")
+
+
+class SampledRoundSettings(RoundSettings):
+    """Rounds that sample the current model, filter verified successes and run SFT."""
+    k: int = Field(1, ge=1, description="samples per task from the current model")
+    temperature: float = Field(0.8, ge=0.0, description="sampling temperature of the round's "
+                                                        "samples")
+    top_p: float = Field(0.95, gt=0.0, le=1.0, description="nucleus sampling: the smallest "
+                                                           "token set of this probability")
+    max_new_tokens: int = Field(192, ge=8, description="tokens per assistant turn")
+    require_plan: bool = Field(False, description="filter demands a <think> plan before calls")
+    oracle: bool = Field(False, description="add the tasks' oracle demonstrations")
+    task_files: list[str] = Field(default_factory=list,
+                                  description="JSONL task files read beside the generated "
+                                              "tasks (instead of them with tasks: {}); "
+                                              "format: data/taskfile.py")
+    filter: FilterSettings = Field(default_factory=FilterSettings,
+                                   description="which verified successes train")
+    sft: SFTSettings = Field(default_factory=SFTSettings, description="LoRA SFT on the accepted "
+                                                                      "rows")
+
+    @model_validator(mode="after")
+    def _check_task_files(self):
+        """Every row of every task file valid now (after `domains` registered user domains),
+        not after sampling; the error names file, line and field."""
+        try:
+            load_task_files(self.task_files)
+        except DataError as err:
+            raise ValueError(f"task_files: {err}") from None
+        return self
+
+
+class GroundingSettings(SampledRoundSettings):
+    teacher: Teacher = Field(default_factory=Teacher, description="teacher traces mixed in: "
+                                                                  "a file or an endpoint")
+
+
+class PoolSettings(Strict):
+    """A pass-rate-aware pool (`rounds.pool`): a probe of `k_probe` samples per task
+    estimates each task's pass rate; extra samples go to the tasks it finds hard (DART-Math's
+    difficulty-aware allocation), none to tasks every probe sample solved; the verified
+    successes of the difficulties in `train_on` train. The defaults suit the tiny preset."""
+    k_probe: int = Field(2, ge=1, description="samples per task in the probe")
+    k_max: int = Field(4, ge=1, description="samples per task at most, probe included")
+    budget: int | None = Field(None, ge=1, description="samples in all per pool, probe "
+                                                       "included "
+                                                       "(default: k_max per unsolved or "
+                                                       "frontier task)")
+    unsolved_weight: float = Field(0.5, ge=0.0, le=1.0,
+                                   description="extra samples of a task the probe never "
+                                               "solved, as if it failed this share of the "
+                                               "time (a frontier task weighs its fail rate; "
+                                               "1.0: plain DART-Math Prop2Diff)")
+    train_on: list[Literal["solved", "frontier", "unsolved"]] = Field(
+        default_factory=lambda: ["frontier"],
+        description="difficulties whose rows train: frontier (solved sometimes), solved "
+                    "(every sample), unsolved (no success: needs oracle: true)")
+
+    always_train: list[Kind] = Field(
+        default_factory=list,
+        description="task kinds whose verified successes train whatever their difficulty "
+                    "(and, with oracle: true, whose unsolved tasks' oracle rows do): a replay "
+                    "of a skill the round's own rows would wear down, e.g. [irrelevance] "
+                    "(mismatch tasks count as irrelevance) beside on-policy tool calls")
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.k_max < self.k_probe:
+            raise ValueError(f"pool: k_max ({self.k_max}) is below k_probe ({self.k_probe}); "
+                             "k_max counts the probe's samples too")
+        if not self.train_on:
+            raise ValueError("pool.train_on is empty: name at least one of solved, frontier, "
+                             "unsolved")
+        return self
+
+
+class ReplaySettings(Strict):
+    """Rows replayed from the accepted sets that trained the rounds promoted before this one
+    (`rounds.replay`), so a round does not wear down what they taught: a sample matched to
+    their kind x domain mix, seeded from (round, run seed), never a row decontamination
+    drops."""
+    share: float = Field(0.3, ge=0.0, lt=1.0,
+                         description="replayed rows as a share of all training rows (new + "
+                                     "replayed); 0 turns replay off")
+
+
+class PooledRoundSettings(SampledRoundSettings):
+    """Sampled rounds that can draw a pass-rate-aware pool instead of k samples per task,
+    and that replay earlier promoted rounds' rows beside their own."""
+    pool: PoolSettings | None = Field(None, description="pass-rate-aware pool (unset: k "
+                                                        "samples per task, every verified "
+                                                        "success kept)")
+    replay: ReplaySettings = Field(default_factory=ReplaySettings,
+                                   description="replay of earlier promoted rounds' training "
+                                               "rows (share 0: off)")
+
+    @model_validator(mode="after")
+    def _check_pool(self):
+        p = self.pool
+        if p is None:
+            return self
+        if self.k != type(self).model_fields["k"].default:  # (a dumped config says k: 1)
+            raise ValueError("k and pool are both set: a pool samples pool.k_probe per task, "
+                             "then tops up to pool.k_max; drop k")
+        if "unsolved" in p.train_on and not self.oracle:
+            raise ValueError("pool.train_on names unsolved, but an unsolved task has no "
+                             "verified sample to keep: set oracle: true (its oracle rows "
+                             "train) or drop unsolved")
+        probe = p.k_probe * sum(self.tasks.values())
+        if p.budget is not None and p.budget < probe:
+            raise ValueError(f"pool.budget {p.budget} is below the probe alone ({p.k_probe} "
+                             f"samples x {sum(self.tasks.values())} tasks = {probe}); raise "
+                             "it or lower pool.k_probe")
+        return self
+
+
+class PlanFinishSettings(PooledRoundSettings):
+    require_plan: bool = Field(True, description="filter demands a <think> plan before calls")
+
+
+class LongContextSettings(PlanFinishSettings):
+    context_tokens: list[int] = Field(default_factory=lambda: [2000],
+                                      description="length buckets of long-context tasks (and "
+                                                  "the lengths of the long_context canary)")
+    target: str = Field("long_context", description="canary that must improve for promotion "
+                                                    "(default: long_context, the canary at "
+                                                    "this round's lengths)")
+
+
+class SelfImproveSettings(PooledRoundSettings):
+    iterations: int = Field(1, ge=1, description="sample-filter-train iterations in the round")
+
+
+class FrontierSettings(Strict):
+    """Which tasks round 5 trains on: every candidate (the round's `tasks`) is probed with the
+    start model, and GRPO gets those it solves sometimes but not always (0 < pass rate < 1):
+    a group there has rewards that differ, so an advantage and a gradient."""
+    enabled: bool = Field(True, description="probe and select; false: GRPO on every candidate")
+    probe_k: int | None = Field(None, ge=2, description="samples per candidate task (default: "
+                                                        "grpo.group_size); at least 2, so a "
+                                                        "task can be solved sometimes")
+    min_tasks: int | None = Field(None, ge=1, description="fewest tasks GRPO gets: when fewer "
+                                                          "are at the frontier, the candidates "
+                                                          "with pass rate nearest 0.5 fill up "
+                                                          "(on a tie: varied probe scores "
+                                                          "first, then the harder task). "
+                                                          "Default: grpo.tasks_per_step")
+
+
+class RLSettings(RoundSettings):
+    grpo: GRPOSettings = Field(default_factory=GRPOSettings, description="GRPO on the "
+                                                                         "frontier tasks")
+    frontier: FrontierSettings = Field(default_factory=FrontierSettings,
+                                       description="which tasks GRPO trains on (a probe of the "
+                                                   "start model)")
+
+    @model_validator(mode="after")
+    def _check_frontier(self):
+        want = self.frontier.min_tasks
+        if want is not None and want < self.grpo.tasks_per_step:
+            raise ValueError(f"frontier.min_tasks={want} is below grpo.tasks_per_step="
+                             f"{self.grpo.tasks_per_step}: a GRPO step needs that many tasks; "
+                             "raise min_tasks or lower tasks_per_step")
+        return self
+
+    # The frontier probe samples as GRPO rolls out (rounds.common.sample reads these): GRPO's
+    # temperature and turn length, top_p 1 (TRL's default), no plan demanded.
+    @property
+    def temperature(self) -> float:
+        return self.grpo.temperature
+
+    @property
+    def top_p(self) -> float:
+        return 1.0
+
+    @property
+    def max_new_tokens(self) -> int:
+        return self.grpo.max_new_tokens
+
+    @property
+    def require_plan(self) -> bool:
+        return False
