@@ -16,15 +16,10 @@ RAISER = Domain("raiser", TOOLS[:1], {"get_price": get_price},  # its maker cras
 
 
 @pytest.fixture
-def user_domains(tmp_path, monkeypatch):
-    from data import envs
+def user_domains(tmp_path, monkeypatch, forget_domains):
     (tmp_path / "my_domains.py").write_text(RAISER)
     monkeypatch.syspath_prepend(str(tmp_path))
-    before = dict(envs.DOMAINS), dict(envs._RESOLVED)
     yield "my_domains"
-    for table, old in zip((envs.DOMAINS, envs._RESOLVED), before):
-        table.clear()
-        table.update(old)
 
 
 @pytest.mark.parametrize("domain, message", [

@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import wait_for
 
 from data import jsonl
 from data.trajectory import Trajectory
@@ -57,16 +58,6 @@ def test_tiny_preset_runs_five_rounds_and_a_sixth_from_outside(tmp_path):
     print(f"tiny preset: five rounds in {wall:.0f} s")
 
 
-def _wait_for(proc, cond, timeout=600):
-    end = time.time() + timeout
-    while time.time() < end:
-        if cond():
-            return True
-        if proc.poll() is not None:
-            return False
-        time.sleep(0.05)
-    return False
-
 
 def _lines(path: Path) -> int:
     return sum(1 for _ in open(path)) if path.exists() else 0
@@ -87,7 +78,7 @@ def test_sigkill_during_sampling_training_export_resumes(tmp_path):
     for name, cond in moments:
         proc = subprocess.Popen(CLI + args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
-        hit = _wait_for(proc, cond)
+        hit = wait_for(proc, cond)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()

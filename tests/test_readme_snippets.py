@@ -25,11 +25,9 @@ def snippets(lang: str, marker: str) -> list[tuple[str, str]]:
 
 
 @pytest.fixture
-def mypkg(tmp_path, monkeypatch):
+def mypkg(tmp_path, monkeypatch, forget_domains):
     """README's `# mypkg/<file>.py` blocks written as a package on sys.path; the domains they
     register are forgotten afterwards, so other tests see only the built-in ones."""
-    from data import envs
-    before = dict(envs.DOMAINS), dict(envs._RESOLVED)
     modules = snippets("python", "# mypkg/")
     for name, text in modules:
         path = tmp_path / "mypkg" / name
@@ -40,9 +38,6 @@ def mypkg(tmp_path, monkeypatch):
     yield [name for name, _ in modules]
     for mod in [m for m in sys.modules if m == "mypkg" or m.startswith("mypkg.")]:
         del sys.modules[mod]
-    for table, old in zip((envs.DOMAINS, envs._RESOLVED), before):
-        table.clear()
-        table.update(old)
 
 
 def test_readme_has_the_snippets_it_promises():

@@ -10,11 +10,11 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import wait_for
 
 from data import jsonl
 from data.trajectory import Trajectory
@@ -130,16 +130,6 @@ def test_redo_errors_are_clear(run_a):
         "seed"] == 0  # nothing changed
 
 
-def _wait_for(proc, cond, timeout=600):
-    end = time.time() + timeout
-    while time.time() < end:
-        if cond():
-            return True
-        if proc.poll() is not None:
-            return False
-        time.sleep(0.05)
-    return False
-
 
 @pytest.mark.slow
 def test_redo_killed_mid_run_finishes_on_a_plain_resume(run_a):
@@ -160,7 +150,7 @@ def test_redo_killed_mid_run_finishes_on_a_plain_resume(run_a):
                                    "--no-progress"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    hit = _wait_for(proc, training_again)
+    hit = wait_for(proc, training_again)
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()

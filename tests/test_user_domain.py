@@ -105,17 +105,12 @@ def test_a_user_module_adds_a_task_kind_a_round_can_name(stocks):
 
 
 @pytest.fixture
-def stocks(tmp_path, monkeypatch):
+def stocks(tmp_path, monkeypatch, forget_domains):
     """The module on the path; the domains it registers are forgotten afterwards, so other
     tests see only the built-in ones."""
-    from data import envs
     (tmp_path / "my_stocks.py").write_text(STOCKS)
     monkeypatch.syspath_prepend(str(tmp_path))
-    before = dict(envs.DOMAINS), dict(envs._RESOLVED)
     yield "my_stocks"
-    for table, old in zip((envs.DOMAINS, envs._RESOLVED), before):
-        table.clear()
-        table.update(old)
 
 
 def test_a_user_domain_resolves_makes_tasks_and_validates(stocks):
