@@ -74,7 +74,7 @@ def test_cli_eval_bfcl(tiny_model, tmp_path, capsys):
     from pipeline.cli import main
     rc = main(["eval", "tiny:64", "--bfcl", "simple_python,live_irrelevance", "--limit", "2",
                "--seed", "1", "--preset", "tiny", "--out", str(tmp_path),
-               "-o", "canaries.max_new_tokens=4", "-o", "sampler.max_context_tokens=8192"])
+               "-o", "canaries.max_new_tokens=8", "-o", "sampler.max_context_tokens=8192"])
     out = capsys.readouterr().out
     assert rc == 0
     assert "simple_python" in out and "live_irrelevance" in out and "95% CI" in out
