@@ -24,7 +24,7 @@ from gates.gate import GateResult, gate_round, suites_for
 from gates.gate import evaluate_baseline as evaluate_promoted
 from gates.html import write_run_report
 from data.jsonl import write_text_atomic
-from engine import machine, models
+from engine import machine
 from pipeline import recipes
 from engine import timing
 from pipeline.config import RunConfig, dump

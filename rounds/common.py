@@ -140,21 +140,25 @@ def oracle_trajectories(task_list: list[Task], round_no: int) -> list[Trajectory
 
 
 def sample(ctx: RoundContext, task_list: list[Task], model_dir: Path, step: str = "rollouts",
-           k: int | None = None, first_sample: int = 0) -> list[Trajectory]:
+           k: int | None = None, first_sample: int = 0, params: SamplingParams | None = None,
+           require_plan: bool | None = None) -> list[Trajectory]:
     """k on-policy samples per task, streamed to `<step>.jsonl` (a kill loses one batch);
-    numbered from `first_sample`, so a top-up of tasks sampled before draws new samples."""
+    numbered from `first_sample`, so a top-up of tasks sampled before draws new samples.
+    `params` and `require_plan` default to the round's sampling keys."""
     from engine.rollout import rollout
     path = ctx.dir / f"{step}.jsonl"
     if ctx.step_done(step):
         return jsonl.read_all(path, Trajectory)
     s = ctx.settings
-    params = SamplingParams(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_new_tokens)
+    params = params or SamplingParams(temperature=s.temperature, top_p=s.top_p,
+                                      max_tokens=s.max_new_tokens)
+    require_plan = s.require_plan if require_plan is None else require_plan
     with timing.section("sampling"):  # an engine start inside is timed as its own step
         with ctx.open_backend(model_dir) as backend:
             trajs, stats = rollout(task_list, backend, k=k or s.k, round=ctx.number,
                                    params=params,
                                    max_context_tokens=ctx.cfg.sampler.max_context_tokens,
-                                   require_plan=s.require_plan, first_sample=first_sample,
+                                   require_plan=require_plan, first_sample=first_sample,
                                    out=path, progress=ctx.progress)
     timing.add_tokens("sampling", stats.generated_tokens, stats.wall_s)
     info = stats.as_dict()

@@ -4,9 +4,17 @@ Oracle demonstrations from the built-in environments, optional teacher traces (a
 endpoint), and samples of the base model; keep calls to declared tools with schema-valid
 arguments and a verified final answer; LoRA SFT.
 """
-from .settings import GroundingSettings
+from pydantic import Field
+
+from .settings import SampledRoundSettings, Teacher
 from rounds.common import Candidate, RoundContext, accept, make_tasks, oracle_trajectories, \
     sample, teacher_trajectories, train
+
+class GroundingSettings(SampledRoundSettings):
+    """Round 1's keys: a sampled round's, and teacher traces to mix in."""
+    teacher: Teacher = Field(default_factory=Teacher, description="teacher traces mixed in: "
+                                                                  "a file or an endpoint")
+
 
 SETTINGS = GroundingSettings
 

@@ -16,10 +16,24 @@ from pathlib import Path
 
 from data import tasks as taskgen
 from data.chatformat import render
-from .settings import LongContextSettings
+from pydantic import Field
+
+from .settings import PooledPart, SampledRoundSettings
 from rounds.common import Candidate, RoundContext, make_tasks, train
 from rounds.pool import accepted_rows
 from rounds.replay import replay_rows
+
+class LongContextSettings(PooledPart, SampledRoundSettings):
+    """Round 3's keys: a sampled round's and a pool's, the length buckets, a plan demanded
+    and the long_context canary as the target by default."""
+    require_plan: bool = Field(True, description="filter demands a <think> plan before calls")
+    context_tokens: list[int] = Field(default_factory=lambda: [2000],
+                                      description="length buckets of long-context tasks (and "
+                                                  "the lengths of the long_context canary)")
+    target: str = Field("long_context", description="canary that must improve for promotion "
+                                                    "(default: long_context, the canary at "
+                                                    "this round's lengths)")
+
 
 SETTINGS = LongContextSettings
 PROBE_TASKS = 3  # tasks measured per length (the longest decides)

@@ -11,12 +11,51 @@ from __future__ import annotations
 import json
 import logging
 
+from pydantic import Field, model_validator
+
 from data.jsonl import write_text_atomic
 from data.trajectory import Task
-from .settings import RLSettings
+from engine.sampling.base import SamplingParams
+from engine.settings import Strict
+from engine.training.settings import GRPOSettings
 from rounds.common import Candidate, RoundContext, make_tasks, sample, training_step
 from rounds.pool import (any_pass_rate, count_difficulties, difficulty, mean_pass_rate,
                          pass_rates)
+from rounds.settings import RoundSettings
+
+class FrontierSettings(Strict):
+    """Which tasks round 5 trains on: every candidate (the round's `tasks`) is probed with the
+    start model, and GRPO gets those it solves sometimes but not always (0 < pass rate < 1):
+    a group there has rewards that differ, so an advantage and a gradient."""
+    enabled: bool = Field(True, description="probe and select; false: GRPO on every candidate")
+    probe_k: int | None = Field(None, ge=2, description="samples per candidate task (default: "
+                                                        "grpo.group_size); at least 2, so a "
+                                                        "task can be solved sometimes")
+    min_tasks: int | None = Field(None, ge=1, description="fewest tasks GRPO gets: when fewer "
+                                                          "are at the frontier, the candidates "
+                                                          "with pass rate nearest 0.5 fill up "
+                                                          "(on a tie: varied probe scores "
+                                                          "first, then the harder task). "
+                                                          "Default: grpo.tasks_per_step")
+
+
+class RLSettings(RoundSettings):
+    """Round 5's keys: GRPO and the frontier probe (it samples as GRPO rolls out)."""
+    grpo: GRPOSettings = Field(default_factory=GRPOSettings, description="GRPO on the "
+                                                                         "frontier tasks")
+    frontier: FrontierSettings = Field(default_factory=FrontierSettings,
+                                       description="which tasks GRPO trains on (a probe of the "
+                                                   "start model)")
+
+    @model_validator(mode="after")
+    def _check_frontier(self):
+        want = self.frontier.min_tasks
+        if want is not None and want < self.grpo.tasks_per_step:
+            raise ValueError(f"frontier.min_tasks={want} is below grpo.tasks_per_step="
+                             f"{self.grpo.tasks_per_step}: a GRPO step needs that many tasks; "
+                             "raise min_tasks or lower tasks_per_step")
+        return self
+
 
 SETTINGS = RLSettings
 log = logging.getLogger("toolsmith")
@@ -54,7 +93,12 @@ def frontier(ctx: RoundContext, candidates: list[Task]) -> list[Task]:
     `frontier.json`."""
     s = ctx.settings
     k = s.frontier.probe_k or s.grpo.group_size
-    probe = sample(ctx, candidates, ctx.start_model, step="probe", k=k)
+    # the probe samples as GRPO rolls out: its temperature and turn length, top_p 1 (TRL's
+    # default), no plan demanded
+    as_grpo = SamplingParams(temperature=s.grpo.temperature, top_p=1.0,
+                             max_tokens=s.grpo.max_new_tokens)
+    probe = sample(ctx, candidates, ctx.start_model, step="probe", k=k, params=as_grpo,
+                   require_plan=False)
     rates = pass_rates(probe)
     rates = {t.id: rates.get(t.id, (0, 0)) for t in candidates}
     want = s.frontier.min_tasks or s.grpo.tasks_per_step  # validated: >= tasks_per_step

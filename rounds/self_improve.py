@@ -3,10 +3,17 @@ model (or, with `pool`, a pass-rate-aware pool: `rounds.pool`), keep verified su
 the distribution (cap per task, balance domains / kinds / turn counts, shortest success first),
 add a replay of earlier promoted rounds' rows (`rounds.replay`), train; with `iterations` > 1, each iteration samples new tasks from the model the one before
 trained, and trains on top of it."""
-from .settings import SelfImproveSettings
+from pydantic import Field
+
+from .settings import PooledPart, SampledRoundSettings
 from rounds.common import Candidate, RoundContext, make_tasks, train
 from rounds.pool import accepted_rows
 from rounds.replay import replay_rows
+
+class SelfImproveSettings(PooledPart, SampledRoundSettings):
+    """Round 4's keys: a sampled round's and a pool's, and how many iterations."""
+    iterations: int = Field(1, ge=1, description="sample-filter-train iterations in the round")
+
 
 SETTINGS = SelfImproveSettings
 

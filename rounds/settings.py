@@ -18,7 +18,7 @@ from data.taskfile import load_task_files
 from data.tasks import OFFERED, makers_for, parse_kind, validate_domain
 from data.trajectory import Kind
 from engine.settings import Strict
-from engine.training.settings import GRPOSettings, SFTSettings
+from engine.training.settings import SFTSettings
 
 
 class Teacher(Strict):
@@ -169,11 +169,6 @@ class SampledRoundSettings(RoundSettings):
         return self
 
 
-class GroundingSettings(SampledRoundSettings):
-    teacher: Teacher = Field(default_factory=Teacher, description="teacher traces mixed in: "
-                                                                  "a file or an endpoint")
-
-
 class PoolSettings(Strict):
     """A pass-rate-aware pool (`rounds.pool`): a probe of `k_probe` samples per task
     estimates each task's pass rate; extra samples go to the tasks it finds hard (DART-Math's
@@ -223,9 +218,10 @@ class ReplaySettings(Strict):
                                      "replayed); 0 turns replay off")
 
 
-class PooledRoundSettings(SampledRoundSettings):
-    """Sampled rounds that can draw a pass-rate-aware pool instead of k samples per task,
-    and that replay earlier promoted rounds' rows beside their own."""
+class PooledPart(Strict):
+    """The part of a sampled round that can draw a pass-rate-aware pool instead of k samples
+    per task and replays earlier promoted rounds' rows beside its own; composed with
+    `SampledRoundSettings` (its check reads that part's k, oracle and tasks)."""
     pool: PoolSettings | None = Field(None, description="pass-rate-aware pool (unset: k "
                                                         "samples per task, every verified "
                                                         "success kept)")
@@ -251,71 +247,3 @@ class PooledRoundSettings(SampledRoundSettings):
                              f"samples x {sum(self.tasks.values())} tasks = {probe}); raise "
                              "it or lower pool.k_probe")
         return self
-
-
-class PlanFinishSettings(PooledRoundSettings):
-    require_plan: bool = Field(True, description="filter demands a <think> plan before calls")
-
-
-class LongContextSettings(PlanFinishSettings):
-    context_tokens: list[int] = Field(default_factory=lambda: [2000],
-                                      description="length buckets of long-context tasks (and "
-                                                  "the lengths of the long_context canary)")
-    target: str = Field("long_context", description="canary that must improve for promotion "
-                                                    "(default: long_context, the canary at "
-                                                    "this round's lengths)")
-
-
-class SelfImproveSettings(PooledRoundSettings):
-    iterations: int = Field(1, ge=1, description="sample-filter-train iterations in the round")
-
-
-class FrontierSettings(Strict):
-    """Which tasks round 5 trains on: every candidate (the round's `tasks`) is probed with the
-    start model, and GRPO gets those it solves sometimes but not always (0 < pass rate < 1):
-    a group there has rewards that differ, so an advantage and a gradient."""
-    enabled: bool = Field(True, description="probe and select; false: GRPO on every candidate")
-    probe_k: int | None = Field(None, ge=2, description="samples per candidate task (default: "
-                                                        "grpo.group_size); at least 2, so a "
-                                                        "task can be solved sometimes")
-    min_tasks: int | None = Field(None, ge=1, description="fewest tasks GRPO gets: when fewer "
-                                                          "are at the frontier, the candidates "
-                                                          "with pass rate nearest 0.5 fill up "
-                                                          "(on a tie: varied probe scores "
-                                                          "first, then the harder task). "
-                                                          "Default: grpo.tasks_per_step")
-
-
-class RLSettings(RoundSettings):
-    grpo: GRPOSettings = Field(default_factory=GRPOSettings, description="GRPO on the "
-                                                                         "frontier tasks")
-    frontier: FrontierSettings = Field(default_factory=FrontierSettings,
-                                       description="which tasks GRPO trains on (a probe of the "
-                                                   "start model)")
-
-    @model_validator(mode="after")
-    def _check_frontier(self):
-        want = self.frontier.min_tasks
-        if want is not None and want < self.grpo.tasks_per_step:
-            raise ValueError(f"frontier.min_tasks={want} is below grpo.tasks_per_step="
-                             f"{self.grpo.tasks_per_step}: a GRPO step needs that many tasks; "
-                             "raise min_tasks or lower tasks_per_step")
-        return self
-
-    # The frontier probe samples as GRPO rolls out (rounds.common.sample reads these): GRPO's
-    # temperature and turn length, top_p 1 (TRL's default), no plan demanded.
-    @property
-    def temperature(self) -> float:
-        return self.grpo.temperature
-
-    @property
-    def top_p(self) -> float:
-        return 1.0
-
-    @property
-    def max_new_tokens(self) -> int:
-        return self.grpo.max_new_tokens
-
-    @property
-    def require_plan(self) -> bool:
-        return False

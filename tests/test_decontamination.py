@@ -11,7 +11,7 @@ from data.bfcl import load_multi_turn, load_single, user_messages
 from gates.canaries import build_suites
 from gates.decontamination import decontaminator_for, protected_sources
 from pipeline.config import RunConfig
-from rounds.settings import GroundingSettings
+from rounds.grounding import GroundingSettings
 from engine.runstore import RunStore
 from rounds.common import RoundContext, accept, make_tasks, teacher_trajectories
 

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from data.filters import Decontaminator
 from data.tasks import generate
 from pipeline.config import RunConfig
-from rounds.settings import RLSettings
+from rounds.rl_polish import RLSettings
 from engine.runstore import RunStore
 from engine.sampling.base import Completion
 from engine.training.zero_variance import (SHARE_KEY, DropZeroVariance, constant_groups,
@@ -61,8 +61,11 @@ def test_frontier_settings_are_strict():
         RLSettings(frontier={"candidates": 40})
     with pytest.raises(ValidationError, match="min_tasks=1 is below grpo.tasks_per_step=2"):
         RLSettings(frontier={"min_tasks": 1}, grpo={"tasks_per_step": 2})
+    # no sampler keys of its own (the probe samples with GRPO's: see the frontier test below)
     s = RLSettings(grpo={"temperature": 0.7, "max_new_tokens": 64})
-    assert (s.temperature, s.top_p, s.max_new_tokens, s.require_plan) == (0.7, 1.0, 64, False)
+    assert not any(hasattr(s, k) for k in ("temperature", "top_p", "max_new_tokens", "k"))
+    with pytest.raises(ValidationError, match="extra"):
+        RLSettings(temperature=0.7)
 
 
 class ScriptedBackend:

@@ -17,7 +17,9 @@ from data.envs.base import stable_int
 from data.filters import Decontaminator
 from data.trajectory import Trajectory, Verification
 from pipeline.config import RunConfig
-from rounds.settings import LongContextSettings, PlanFinishSettings, SelfImproveSettings
+from rounds.long_context import LongContextSettings
+from rounds.plan_finish import PlanFinishSettings
+from rounds.self_improve import SelfImproveSettings
 from engine.runstore import RunStore
 from engine.sampling.base import CALL_STOP, Completion
 from rounds import long_context, plan_finish, self_improve

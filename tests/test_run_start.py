@@ -13,7 +13,7 @@ import pytest
 
 from pipeline import config
 from pipeline.cli import main
-from rounds.settings import GroundingSettings
+from rounds.grounding import GroundingSettings
 from rounds.common import Candidate
 
 

@@ -17,7 +17,7 @@ from data.taskfile import load_task_files, load_tasks
 from data.trajectory import Task
 from pipeline import config
 from pipeline.config import RunConfig
-from rounds.settings import GroundingSettings
+from rounds.grounding import GroundingSettings
 from engine.runstore import RunStore
 from rounds.common import RoundContext, make_tasks
 

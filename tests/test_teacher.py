@@ -16,7 +16,8 @@ from data.teacher import load_teacher
 from data.trajectory import Task, Trajectory
 from pipeline import config
 from pipeline.config import RunConfig
-from rounds.settings import GroundingSettings, Teacher
+from rounds.grounding import GroundingSettings
+from rounds.settings import Teacher
 from engine.runstore import RunStore
 from rounds.common import RoundContext, accept, teacher_trajectories
 
