@@ -37,6 +37,16 @@ def _gguf(run: Path) -> Path | None:
     return found[0] if found else None
 
 
+def _shown(path: str | Path) -> str:
+    """A path as the results file names it: relative to here, else its last three parts (no
+    machine paths in committed results)."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return "/".join(p.parts[-3:])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("model", help="run directory or model directory")
@@ -66,9 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     suite = builtin_suite("many_tools", cfg.canaries.sizes.get("many_tools", 120),
                           cfg.canaries.version)
     many = evaluate_model(cfg, model, out / "many_tools", [suite])["suites"]["many_tools"]
-    lines = [f"# Tool choice: {args.model}", "",
-             f"Command: `python benchmarks/tool_choice.py {' '.join(argv or sys.argv[1:])}`  ",
-             f"Date: {started:%Y-%m-%d %H:%M} UTC; model {model}", "",
+    argv_shown = [_shown(a) if "/" in a else a for a in (argv or sys.argv[1:])]
+    lines = [f"# Tool choice: {_shown(args.model)}", "",
+             f"Command: `python benchmarks/tool_choice.py {' '.join(argv_shown)}`  ",
+             f"Date: {started:%Y-%m-%d %H:%M} UTC; model {_shown(model)}", "",
              f"| BFCL v4 (limit {args.limit}, seed {args.seed}) | accuracy | correct / n | "
              "no call | failures |", "|---|---|---|---|---|"]
     for row in bfcl["categories"]:
