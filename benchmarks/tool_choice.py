@@ -44,7 +44,7 @@ def _shown(path: str | Path) -> str:
     try:
         return str(p.resolve().relative_to(Path.cwd()))
     except ValueError:
-        return "/".join(p.parts[-3:])
+        return "/".join(part for part in p.parts[-3:] if part != p.anchor)
 
 
 def main(argv: list[str] | None = None) -> int:
