@@ -7,6 +7,7 @@ the decontamination filter checks the prompts as well.
 from __future__ import annotations
 
 import copy
+import functools
 import random
 from typing import Iterable
 
@@ -104,15 +105,14 @@ def offered(dname: str, ex: Example) -> list[dict]:
     return list(ex.tools) if ex.tools is not None else list(DOMAINS[dname].tools)
 
 
-def _distractor_pool(exclude: set[str]) -> dict[str, list[dict]]:
+@functools.lru_cache(maxsize=64)
+def _distractor_pool(exclude: frozenset[str]) -> dict[str, tuple[dict, ...]]:
     """Shipped domains other than `exclude`, name -> tools that may stand beside another
     domain's request without serving it (the synthetic family's unit converters could convert
-    currency or units, so they never do)."""
-    out = {n: list(d.tools) for n, d in SHIPPED.items() if n not in exclude}
-    if "synthetic" in out:
-        out["synthetic"] = [t for t in out["synthetic"]
-                            if "convert" not in t["function"]["name"].lower()]
-    return out
+    currency or units, so they never do). Cached: every task draws from it; read-only."""
+    return {n: tuple(t for t in d.tools if n != "synthetic"
+                     or "convert" not in t["function"]["name"].lower())
+            for n, d in SHIPPED.items() if n not in exclude}
 
 
 def mix(rng: random.Random, needed: list[dict], near: list[dict], size: int,
@@ -132,7 +132,7 @@ def mix(rng: random.Random, needed: list[dict], near: list[dict], size: int,
     names |= {t["function"]["name"] for t in keep}
     low = max(len(tools), least)
     want = rng.randint(low, max(low, size))
-    pool = _distractor_pool(exclude)
+    pool = _distractor_pool(frozenset(exclude))
     sources = sorted(pool)
     for _ in range(8 * max(0, want - len(tools))):
         if len(tools) >= want or not sources:
