@@ -43,5 +43,12 @@ def setup(verbose: bool = False) -> logging.Handler:
     for old in [h for h in root.handlers if h.get_name() == HANDLER]:
         root.removeHandler(old)   # a second call (tests call main() often) replaces the first
     root.addHandler(handler)
+    # vLLM imported before this call (by an earlier command, or a library that imports it)
+    # has configured its own stdout handler and stopped propagation: undo both, so its
+    # records reach log.txt and the console's filter like every engine's
+    engine = logging.getLogger("vllm")
+    for own in list(engine.handlers):
+        engine.removeHandler(own)
+    engine.propagate = True
     logging.captureWarnings(True)   # warnings.warn -> the `py.warnings` logger
     return handler

@@ -1,6 +1,7 @@
 """The console shows the project's lines; engine logs go to every other handler (a round's
 log.txt) and reach the console only with -v, or when they are errors."""
 import logging
+import sys
 
 import pytest
 
@@ -25,9 +26,14 @@ def emit():
     logging.getLogger("vllm.engine.core").error("EngineCore failed to start")
 
 
+@pytest.mark.parametrize("vllm_configured_first", [False, True])
 @pytest.mark.parametrize("verbose", [False, True])
-def test_engine_logs_go_to_log_txt_and_to_the_console_only_with_verbose(verbose, log_txt,
-                                                                         capsys):
+def test_engine_logs_go_to_log_txt_and_to_the_console_only_with_verbose(
+        verbose, vllm_configured_first, log_txt, capsys, monkeypatch):
+    if vllm_configured_first:   # as vLLM's import does when nothing turned it off first
+        own = logging.StreamHandler(sys.stdout)
+        monkeypatch.setattr(logging.getLogger("vllm"), "handlers", [own])
+        monkeypatch.setattr(logging.getLogger("vllm"), "propagate", False)
     console.setup(verbose=verbose)
     console.setup(verbose=verbose)   # a second call replaces the handler, no doubled lines
     emit()
