@@ -59,3 +59,15 @@ def test_train_bench_table_names_the_cpu_capability():
     line = bench_train.table_machine(m)
     assert torch.backends.cpu.get_cpu_capability() in line and m["cpu"] in line
     assert f"{m['cores']} cores" in line
+
+
+def test_a_shared_cpu_is_said_when_an_engine_binds_its_threads():
+    """Item 12: `all` keeps its default (fastest alone and beside one busy process), and an
+    engine that binds threads on a busy CPU says so, with the numbers."""
+    from engine.sampling.vllm_backend import shared_cpu_note
+    note = shared_cpu_note(1.3, 2, "all")
+    assert note and "load average 1.3 on 2 cores" in note and "cpu_bind: auto" in note
+    assert shared_cpu_note(0.4, 2, "all") is None          # under half the cores: quiet
+    assert shared_cpu_note(3.0, 2, "auto") is None         # vLLM's own binding: not bound by us
+    assert shared_cpu_note(3.0, 2, "nobind") is None
+    assert "(0,1)" in shared_cpu_note(2.0, 2, "0,1").replace("threads bound ", "")

