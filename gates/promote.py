@@ -151,8 +151,9 @@ def decide(candidate: dict, baseline: dict, thresholds: GateSettings, target: st
         tol = max(thresholds.drop_se * p.se, thresholds.tolerance_abs(name))
         if abstainer and abstention_canary(name, cand[name]):
             rules.append(Rule("no-drop", True, f"{name}.{primary}: delta {_fmt(p.delta)}; "
-                              f"waived: the baseline never calls a tool (has_call <= {NEVER_CALLS}), so its "
-                              "abstention score is no bar (floors still apply)",
+                              "waived: the baseline never calls a tool (has_call <= "
+                              f"{NEVER_CALLS}), so its abstention score is no bar (floors "
+                              "still apply)",
                               canary=name, metric=primary))
         else:
             rules.append(Rule("no-drop", p.delta >= -tol,
