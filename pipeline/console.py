@@ -50,5 +50,17 @@ def setup(verbose: bool = False) -> logging.Handler:
     for own in list(engine.handlers):
         engine.removeHandler(own)
     engine.propagate = True
+    # and a level raised above INFO by whoever configured vLLM first would keep its INFO lines
+    # out of log.txt: let them through, the console's filter decides what shows
+    for logger in _tree("vllm"):
+        if logger.level > logging.INFO:
+            logger.setLevel(logging.NOTSET)
     logging.captureWarnings(True)   # warnings.warn -> the `py.warnings` logger
     return handler
+
+
+def _tree(name: str) -> list[logging.Logger]:
+    """The logger `name` and every logger made so far below it."""
+    below = [logging.getLogger(n) for n, obj in logging.root.manager.loggerDict.items()
+             if n.startswith(name + ".") and isinstance(obj, logging.Logger)]
+    return [logging.getLogger(name)] + below

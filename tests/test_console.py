@@ -30,10 +30,14 @@ def emit():
 @pytest.mark.parametrize("verbose", [False, True])
 def test_engine_logs_go_to_log_txt_and_to_the_console_only_with_verbose(
         verbose, vllm_configured_first, log_txt, capsys, monkeypatch):
-    if vllm_configured_first:   # as vLLM's import does when nothing turned it off first
-        own = logging.StreamHandler(sys.stdout)
+    if vllm_configured_first:   # as vLLM's import does when nothing turned it off first, at
+        own = logging.StreamHandler(sys.stdout)   # the level VLLM_LOGGING_LEVEL names
         monkeypatch.setattr(logging.getLogger("vllm"), "handlers", [own])
         monkeypatch.setattr(logging.getLogger("vllm"), "propagate", False)
+        for name in ("vllm", "vllm.engine.core"):
+            logger = logging.getLogger(name)
+            monkeypatch.setattr(logger, "level", logger.level)   # restored after the test
+            logger.setLevel(logging.WARNING)                      # setLevel clears the caches
     console.setup(verbose=verbose)
     console.setup(verbose=verbose)   # a second call replaces the handler, no doubled lines
     emit()
