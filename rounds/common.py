@@ -104,7 +104,7 @@ def _generate_tasks(ctx: RoundContext, namespace: str | None, kinds: dict[str, i
                 t = taskgen.make(kind, i, split="train", namespace=f"{ns}-b{b}",
                                  domains=taskgen.domain_cycle(kind, i, s.domains),
                                  context_tokens=tokens or 2000,
-                                 offered_tools=s.offered_tools)
+                                 offered_tools=s.offer_for(kind))
                 i += 1
                 hit = ctx.decontaminator.hit(t.prompt)
                 if hit:

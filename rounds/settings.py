@@ -63,10 +63,11 @@ class RoundSettings(Strict):
     domains: list[str] | None = Field(None, description="tool domains: built-in names or dotted "
                                                         "paths pkg.module:DOMAIN (default: all "
                                                         "built-in)")
-    offered_tools: int = Field(OFFERED, ge=1, le=24,
-                               description="tools a task offers at most: the ones its solution "
-                                           "needs, near misses and other domains' tools, a "
-                                           "count drawn per task (long-context tasks: by length)")
+    offered_tools: int | dict[str, int] = Field(
+        OFFERED, description="tools a task offers at most (1 to 24): the ones its solution "
+                             "needs, near misses and other domains' tools, a count drawn per "
+                             "task (long-context tasks: by length); or kind -> count, other "
+                             f"kinds {OFFERED} (one-call kinds have room for more)")
     target: str = Field("multi_turn", description="canary that must improve for promotion: "
                                                   "a built-in canary or bfcl_<category> of a "
                                                   "category in canaries.bfcl")
@@ -96,6 +97,16 @@ class RoundSettings(Strict):
                 bad[kind] = err
         if bad:
             raise ValueError(f"unknown task kind(s) {sorted(bad)}: {next(iter(bad.values()))}")
+        sizes = (self.offered_tools if isinstance(self.offered_tools, dict)
+                 else {"offered_tools": self.offered_tools})
+        wrong = {k: n for k, n in sizes.items() if not 1 <= n <= 24}
+        if wrong:
+            raise ValueError(f"offered_tools: {wrong}: a task offers 1 to 24 tools")
+        asked = {parse_kind(k)[0] for k in self.tasks} | set(self.tasks)
+        stray = sorted(set(sizes) - asked - {"offered_tools"})
+        if stray:
+            raise ValueError(f"offered_tools: {stray} name no kind in this round's tasks "
+                             f"({', '.join(self.tasks) or 'none'})")
         negative = {k: n for k, n in self.tasks.items() if n < 0}
         if negative:
             raise ValueError(f"tasks: {negative}: a task count must be >= 0 (0 makes none)")
@@ -112,6 +123,12 @@ class RoundSettings(Strict):
         if self.domains is not None or any(parse_kind(k)[1] for k in self.tasks):
             check_domains(self.domains, self.tasks)
         return self
+
+    def offer_for(self, spec: str) -> int:
+        """How many tools a task of `spec` (kind or kind@domain) offers at most."""
+        if isinstance(self.offered_tools, int):
+            return self.offered_tools
+        return self.offered_tools.get(spec, self.offered_tools.get(parse_kind(spec)[0], OFFERED))
 
 
 def check_domains(specs: list[str] | None, tasks: dict[str, int]) -> None:

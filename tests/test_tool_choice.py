@@ -163,3 +163,34 @@ def test_default_gate_watches_both_sides_and_anchors_nothing():
     assert cfg.canaries.sizes["many_tools"] >= 100
     for _, _, rs in cfg.planned_rounds():     # every gate sees many_tools
         assert cfg.canaries.size("many_tools", rs) >= 100
+
+
+def test_offered_tools_per_kind_sizes_each_kinds_offers_and_refuses_strays(tmp_path):
+    """A round may give one-call kinds room for more tools (`offered_tools: {single: 10}`);
+    kinds it does not name keep the default; a key naming no kind of the round is refused."""
+    from contextlib import nullcontext
+
+    from engine.runstore import RunStore
+    from gates.canaries import build_suites
+    from gates.decontamination import decontaminator_for
+    from pipeline.config import RunConfig
+    from rounds.common import RoundContext, make_tasks
+    from rounds.grounding import GroundingSettings
+
+    settings = GroundingSettings(tasks={"single": 60, "chained": 60, "mismatch": 60},
+                                 offered_tools={"single": 10, "mismatch": 10})
+    assert [settings.offer_for(k) for k in ("single", "single@synthetic", "chained")] == \
+        [10, 10, tasks.OFFERED]
+    ctx = RoundContext(cfg=RunConfig(), settings=settings, store=RunStore(tmp_path / "run"),
+                       number=1, name="grounding", start_model=tmp_path / "base",
+                       decontaminator=decontaminator_for(build_suites({"single_turn": 2})),
+                       open_backend=lambda model_dir: nullcontext(), progress=False)
+    made = make_tasks(ctx)
+    most = {k: max(len(t.tools) for t in made if t.id.split("-")[-2] == k)
+            for k in ("single", "chained", "mismatch")}
+    assert most["single"] > tasks.OFFERED and most["mismatch"] > tasks.OFFERED
+    assert most["single"] <= 10 and most["chained"] <= tasks.OFFERED
+    with pytest.raises(ValueError, match=r"\['singel'\] name no kind"):
+        GroundingSettings(tasks={"single": 2}, offered_tools={"singel": 10})
+    with pytest.raises(ValueError, match="1 to 24 tools"):
+        GroundingSettings(tasks={"single": 2}, offered_tools={"single": 30})
