@@ -22,10 +22,18 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+def bf16_native(capability: str, cpu_flags: str) -> bool:
+    """Whether a CPU computes bf16 natively: torch dispatches its AVX-512 kernels there
+    (`torch.backends.cpu.get_cpu_capability()`) and it has AVX-512 BF16 or AMX. The choice
+    follows `pipeline bench train` on each capability (docs/results/train-capability.md)."""
+    return capability.startswith("AVX512") and ("avx512_bf16" in cpu_flags
+                                                 or "amx_bf16" in cpu_flags)
+
+
 @lru_cache(maxsize=1)
 def bf16_supported() -> bool:
     """bf16 where the hardware computes it natively: a CUDA device that supports it, or a CPU
-    with AVX-512 BF16 / AMX (measured: 94 against 68 tokens/s fp32 for LoRA SFT on such a CPU)."""
+    where `bf16_native` holds."""
     import torch
     if torch.cuda.is_available():
         return torch.cuda.is_bf16_supported()
@@ -34,7 +42,7 @@ def bf16_supported() -> bool:
             flags = f.read()
     except OSError:
         return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+    return bf16_native(torch.backends.cpu.get_cpu_capability(), flags)
 
 
 Settings = Strict  # the one strict base (engine/settings.py)

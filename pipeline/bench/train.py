@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import tempfile
@@ -35,6 +36,8 @@ from data.tasks import KINDS, domain_cycle, generate, make
 from data.trajectory import Trajectory
 from engine import machine
 from engine.models import EMBEDDED, resolve
+from engine.training.settings import bf16_native
+from pipeline.bench import capability
 
 # Every mode but `pf-rows-bf16` keeps a float32 base, so figures stay comparable with older runs.
 F32 = {"base_dtype": "float32"}
@@ -84,8 +87,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--group-size", type=int, default=4, help="GRPO rollouts per task")
     ap.add_argument("--max-new-tokens", type=int, default=32, help="GRPO tokens per turn")
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
-    ap.add_argument("--from-json", type=Path, default=None,
-                    help="print the table of results written by --json (nothing is measured)")
+    ap.add_argument("--from-json", type=Path, action="append", default=None,
+                    help="print the table of results written by --json (nothing is measured); "
+                         "repeat it with --markdown for the dtype table across capabilities")
+    ap.add_argument("--markdown", type=Path, default=None,
+                    help="with --from-json: write the per-capability dtype table "
+                         "(docs/results/train-capability.md) here")
     return ap.parse_args(argv)
 
 
@@ -232,10 +239,21 @@ def summarise(runs: list[dict[str, dict]], loss_steps: int) -> dict:
     return {"sft": out}
 
 
+def auto_settings() -> dict[str, str]:
+    """Capability -> the SFT setting `auto` picks there on this CPU's flags."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        flags = ""
+    on, off = "bf16 autocast, bfloat16 base", "fp32, float32 base"
+    return {cap: on if bf16_native(cap, flags) else off for cap in ("AVX2", "AVX512")}
+
+
 def table_machine(m: dict) -> str:
-    """What the CPU computes with: the `auto` dtype choices (bfloat16 base, autocast) were
-    measured on AMX; an AVX2-only CPU may want others (`ATEN_CPU_CAPABILITY=avx2
-    ONEDNN_MAX_CPU_ISA=AVX2` emulates one on a newer CPU)."""
+    """What the CPU computes with: the `auto` dtype choices follow it (bf16 only where torch
+    dispatches AVX-512 kernels; `ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2` emulates an
+    AVX2-only CPU on a newer one)."""
     libs = ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v)
     return (f"machine: {m['cpu']}, CPU capability {m['capability']} "
             f"(torch.backends.cpu.get_cpu_capability()), {m['cores']} cores; {libs}")
@@ -278,9 +296,15 @@ def table(results: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.markdown and not args.from_json:
+        raise SystemExit("--markdown writes the table of saved runs: give --from-json too")
     if args.from_json:
-        saved = json.loads(args.from_json.read_text())
-        print(table(saved | summarise(saved["runs"], saved["loss_steps"])))
+        if args.markdown:
+            print(capability.write(args.markdown, args.from_json, auto_settings()))
+            return 0
+        for path in args.from_json:
+            saved = json.loads(path.read_text())
+            print(table(saved | summarise(saved["runs"], saved["loss_steps"])))
         return 0
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = [m for m in modes if m not in MODES]
@@ -291,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = oracle_rows(counts, domains)
     results = {"model": args.model, "tasks": counts, "domains": domains, "args": sft,
                "repeats": args.repeats, "loss_steps": args.loss_steps,
-               "machine": machine.describe()}
+               "machine": machine.describe(), "load_before": round(os.getloadavg()[0], 2)}
     print(table_machine(results["machine"]), flush=True)  # before minutes of training
     t0 = time.perf_counter()
     runs = []

@@ -1,0 +1,90 @@
+"""The dtype table behind `sft.bf16` / `sft.base_dtype: auto`: `pipeline bench train` results
+measured on several CPU capabilities (`--json` of each run), side by side as markdown.
+
+Each run is one capability (the machine's own, or `ATEN_CPU_CAPABILITY=avx2
+ONEDNN_MAX_CPU_ISA=AVX2` for an AVX2-only CPU on a newer one) and one `--bf16` setting; the
+table lists every mode's median tokens/s, the fastest setting per capability and what `auto`
+resolves to there, so a reader sees whether the default follows the measurement.
+
+    pipeline bench train --from-json a.json --from-json b.json --markdown docs/results/x.md
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from data.jsonl import write_text_atomic
+
+
+def setting(run: dict, mode: str) -> str:
+    """What a mode of a run computes in: autocast on/off, and the base's dtype."""
+    base = "bfloat16 base" if mode.endswith("-bf16") else "float32 base"
+    return ("bf16 autocast, " if run["args"]["bf16"] else "fp32, ") + base
+
+
+def rows(runs: list[dict]) -> list[dict]:
+    """One row per (run, mode) that finished: capability, setting, median tokens/s."""
+    out = []
+    for run in runs:
+        for mode, r in run["sft"].items():
+            if "failed" in r:
+                continue
+            out.append({"capability": run["machine"]["capability"], "mode": mode,
+                        "setting": setting(run, mode), "steps": r["steps"],
+                        "tokens": r["tokens"], "tokens_per_s": r["tokens_per_s"],
+                        "repeats": r.get("repeats_tokens_per_s", [r["tokens_per_s"]]),
+                        "first_loss": r["losses"][0] if r.get("losses") else None,
+                        "load": run.get("load_before")})
+    return out
+
+
+def fastest(table: list[dict]) -> dict[str, dict]:
+    """Capability -> its fastest row."""
+    best: dict[str, dict] = {}
+    for r in table:
+        if r["capability"] not in best or r["tokens_per_s"] > best[r["capability"]]["tokens_per_s"]:
+            best[r["capability"]] = r
+    return best
+
+
+def markdown(runs: list[dict], sources: list[Path], auto: dict[str, str]) -> str:
+    """The side-by-side table; `auto`: capability -> the setting `auto` picks there."""
+    table = rows(runs)
+    first = runs[0]
+    a = first["args"]
+    lines = ["# SFT dtype per CPU capability: what `sft.bf16` and `sft.base_dtype: auto` pick", "",
+             f"- command: `pipeline bench train --from-json {' --from-json '.join(map(str, sources))}"
+             f" --markdown PATH` over runs of `pipeline bench train --mix grounding --steps "
+             f"{a.get('max_steps')} --grpo-steps 0 --modes ... --bf16 on|off --json ...`",
+             f"- written: {time.strftime('%Y-%m-%d %H:%M')}",
+             f"- machine: {first['machine']['cpu']}, {first['machine']['cores']} cores; "
+             + ", ".join(f"{k} {v}" for k, v in first["machine"]["versions"].items() if v),
+             f"- workload: the default round 1 mix, {a['batch_size']} rows per step, max_length "
+             f"{a['max_length']}, LoRA r {a['lora']['r']}; tokens/s: medians over repeats",
+             "- CPU shared: "
+             + "; ".join(f"{s.name}: load average {r.get('load_before', 'not recorded')} "
+                         "before the run" for s, r in zip(sources, runs)), "",
+             "| capability | setting | mode | steps | tokens | tok/s (median) | repeats | "
+             "first loss |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in table:
+        loss = f"{r['first_loss']:.4f}" if r["first_loss"] is not None else "-"
+        lines.append(f"| {r['capability']} | {r['setting']} | {r['mode']} | {r['steps']} | "
+                     f"{r['tokens']} | {r['tokens_per_s']:.1f} | "
+                     f"{', '.join(f'{x:.1f}' for x in r['repeats'])} | {loss} |")
+    lines += ["", "| capability | fastest | `auto` picks | agrees |", "| --- | --- | --- | --- |"]
+    for cap, r in sorted(fastest(table).items()):
+        pick = auto.get(cap, "-")
+        lines.append(f"| {cap} | {r['setting']} ({r['tokens_per_s']:.1f} tok/s) | {pick} | "
+                     f"{'yes' if pick == r['setting'] else 'no'} |")
+    lines += ["", "`auto`: bf16 autocast with a bfloat16 base where torch dispatches AVX-512 "
+              "kernels and the CPU has AVX-512 BF16 or AMX; else fp32 "
+              "(`engine.training.settings.bf16_supported`)."]
+    return "\n".join(lines) + "\n"
+
+
+def write(path: Path, sources: list[Path], auto: dict[str, str]) -> str:
+    runs = [json.loads(Path(s).read_text()) for s in sources]
+    text = markdown(runs, sources, auto)
+    write_text_atomic(path, text)
+    return text
