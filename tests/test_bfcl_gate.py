@@ -12,7 +12,7 @@ import pytest
 
 from data.chatformat import format_call
 from pipeline import config
-from pipeline.config import ConfigError, GateSettings
+from pipeline.config import ConfigError
 from engine.sampling.base import Completion
 from pipeline.recipes import CANARIES
 

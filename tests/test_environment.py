@@ -7,7 +7,7 @@ import json
 from data import verify
 from data.chatformat import Call, format_call
 from data.environment import DomainEnvironment, ToolResult
-from data.envs import DOMAINS, ToolError
+from data.envs import DOMAINS
 from data.envs.base import tool
 from data.envs.weather import get_weather
 from data.tasks import make
