@@ -43,11 +43,16 @@ def run(capability: str, bf16: bool, modes: dict[str, float]) -> dict:
                         "versions": {"torch": "x"}}}
 
 
+def slow(r: dict) -> dict:
+    r["sft"]["pf-rows-bf16"] = {"mode": "pf-rows-bf16", "failed": "did not finish in 900 s"}
+    return r
+
+
 def test_markdown_lists_every_setting_and_whether_auto_picks_the_fastest(tmp_path, capsys):
     paths = []
     for name, r in {"avx512-bf16": run("AVX512", True, {"pf-rows": 210.0, "pf-rows-bf16": 240.0}),
                     "avx512-fp32": run("AVX512", False, {"pf-rows": 190.0}),
-                    "avx2-bf16": run("AVX2", True, {"pf-rows": 20.0}),
+                    "avx2-bf16": slow(run("AVX2", True, {"pf-rows": 20.0})),
                     "avx2-fp32": run("AVX2", False, {"pf-rows": 120.0})}.items():
         paths.append(tmp_path / f"{name}.json")
         paths[-1].write_text(json.dumps(r))
@@ -62,8 +67,27 @@ def test_markdown_lists_every_setting_and_whether_auto_picks_the_fastest(tmp_pat
                                                                       "base (120.0")]
     assert fastest and fastest[0].endswith(f"| {auto_settings()['AVX2']} | yes |")
     assert "load average 0.4 before the run" in text
+    assert "| AVX2 | bf16 autocast, bfloat16 base | pf-rows-bf16 | 2 | - | did not finish in " \
+        "900 s |" in text                             # a mode stopped by --timeout is listed
 
 
 def test_markdown_needs_saved_runs():
     with pytest.raises(SystemExit, match="--from-json"):
         main(["--markdown", "x.md"])
+
+
+def _sleepy(seconds):
+    import time
+    time.sleep(seconds)
+    return "woke"
+
+
+def test_a_mode_past_its_timeout_is_stopped_and_recorded():
+    import time
+
+    from pipeline.bench import train
+    t0 = time.perf_counter()
+    with pytest.raises(TimeoutError):
+        train._in_fresh_process(_sleepy, 60, timeout=3)
+    assert time.perf_counter() - t0 < 30                  # the child was killed, not awaited
+    assert train._in_fresh_process(_sleepy, 0, timeout=30) == "woke"

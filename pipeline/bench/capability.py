@@ -29,6 +29,9 @@ def rows(runs: list[dict]) -> list[dict]:
     for run in runs:
         for mode, r in run["sft"].items():
             if "failed" in r:
+                out.append({"capability": run["machine"]["capability"], "mode": mode,
+                            "setting": setting(run, mode), "failed": r["failed"],
+                            "load": run.get("load_before")})
                 continue
             out.append({"capability": run["machine"]["capability"], "mode": mode,
                         "setting": setting(run, mode), "steps": r["steps"],
@@ -43,6 +46,8 @@ def fastest(table: list[dict]) -> dict[str, dict]:
     """Capability -> its fastest row."""
     best: dict[str, dict] = {}
     for r in table:
+        if "failed" in r:
+            continue
         if r["capability"] not in best or r["tokens_per_s"] > best[r["capability"]]["tokens_per_s"]:
             best[r["capability"]] = r
     return best
@@ -68,6 +73,10 @@ def markdown(runs: list[dict], sources: list[Path], auto: dict[str, str]) -> str
              "| capability | setting | mode | steps | tokens | tok/s (median) | repeats | "
              "first loss |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in table:
+        if "failed" in r:
+            lines.append(f"| {r['capability']} | {r['setting']} | {r['mode']} | "
+                         f"{a.get('max_steps')} | - | {r['failed']} | - | - |")
+            continue
         loss = f"{r['first_loss']:.4f}" if r["first_loss"] is not None else "-"
         lines.append(f"| {r['capability']} | {r['setting']} | {r['mode']} | {r['steps']} | "
                      f"{r['tokens']} | {r['tokens_per_s']:.1f} | "

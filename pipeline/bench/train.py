@@ -83,6 +83,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                          "the CPU computes bf16 natively); off compares losses in fp32")
     ap.add_argument("--threads", type=int, default=0,
                     help="torch threads in every SFT mode (0: torch's default)")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="seconds one mode's run may take; a slower one is stopped and "
+                         "recorded as not finished in that time (the other modes still run)")
     ap.add_argument("--grpo-steps", type=int, default=2, help="GRPO steps (0 skips GRPO)")
     ap.add_argument("--group-size", type=int, default=4, help="GRPO rollouts per task")
     ap.add_argument("--max-new-tokens", type=int, default=32, help="GRPO tokens per turn")
@@ -196,18 +199,28 @@ def _grpo_child(model_dir: str, args: dict) -> dict:
             "reward": stats["reward"], "kl": stats["kl"], "peak_rss_mib": peak_rss_mib()}
 
 
-def _in_fresh_process(fn, *a):
-    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
-        return pool.submit(fn, *a).result()
-
-
-def _measure(mode: str, *a) -> dict:
-    """One mode's result, or why it has none: on a shared machine the kernel's OOM killer may
-    end one mode's process; the other modes still run."""
+def _in_fresh_process(fn, *a, timeout: float | None = None):
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
     try:
-        return _in_fresh_process(_sft_child, mode, *a)
+        return pool.submit(fn, *a).result(timeout=timeout)
+    except TimeoutError:
+        for proc in list(pool._processes.values()):   # the one child still computing
+            proc.kill()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _measure(mode: str, *a, timeout: float | None = None) -> dict:
+    """One mode's result, or why it has none: on a shared machine the kernel's OOM killer may
+    end one mode's process, or it outlasts `timeout`; the other modes still run."""
+    try:
+        return _in_fresh_process(_sft_child, mode, *a, timeout=timeout)
     except BrokenProcessPool:
         return {"mode": mode, "failed": "its process was killed (out of memory?)"}
+    except TimeoutError:
+        return {"mode": mode, "failed": f"did not finish in {timeout:g} s",
+                "timeout_s": timeout}
 
 
 def summarise(runs: list[dict[str, dict]], loss_steps: int) -> dict:
@@ -322,7 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.repeats):
         runs.append({})
         for mode in modes:
-            runs[-1][mode] = _measure(mode, model_dir, rows, sft, args.threads)
+            runs[-1][mode] = _measure(mode, model_dir, rows, sft, args.threads,
+                                      timeout=args.timeout)
             if args.json:   # what is done so far survives a killed run
                 write_text_atomic(args.json, json.dumps(results | {"runs": runs}, indent=2))
     results |= summarise(runs, args.loss_steps) | {"runs": runs}
