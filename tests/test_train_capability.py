@@ -66,7 +66,7 @@ def test_markdown_lists_every_setting_and_whether_auto_picks_the_fastest(tmp_pat
     fastest = [line for line in text.splitlines() if line.startswith("| AVX2 | fp32, float32 "
                                                                       "base (120.0")]
     assert fastest and fastest[0].endswith(f"| {auto_settings()['AVX2']} | yes |")
-    assert "load average 0.4 before the run" in text
+    assert "avx2-fp32.json: 0.4" in text
     assert "| AVX2 | bf16 autocast, bfloat16 base | pf-rows-bf16 | 2 | - | did not finish in " \
         "900 s |" in text                             # a mode stopped by --timeout is listed
 

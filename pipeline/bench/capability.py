@@ -53,23 +53,26 @@ def fastest(table: list[dict]) -> dict[str, dict]:
     return best
 
 
-def markdown(runs: list[dict], sources: list[Path], auto: dict[str, str]) -> str:
+def markdown(runs: list[dict], sources: list[Path], auto: dict[str, str],
+             note: str | None = None) -> str:
     """The side-by-side table; `auto`: capability -> the setting `auto` picks there."""
     table = rows(runs)
     first = runs[0]
     a = first["args"]
     lines = ["# SFT dtype per CPU capability: what `sft.bf16` and `sft.base_dtype: auto` pick", "",
              f"- command: `pipeline bench train --from-json {' --from-json '.join(map(str, sources))}"
-             f" --markdown PATH` over runs of `pipeline bench train --mix grounding --steps "
+             f" --markdown PATH --note ...` over runs of `pipeline bench train --mix grounding --steps "
              f"{a.get('max_steps')} --grpo-steps 0 --modes ... --bf16 on|off --json ...`",
              f"- written: {time.strftime('%Y-%m-%d %H:%M')}",
              f"- machine: {first['machine']['cpu']}, {first['machine']['cores']} cores; "
              + ", ".join(f"{k} {v}" for k, v in first["machine"]["versions"].items() if v),
              f"- workload: the default round 1 mix, {a['batch_size']} rows per step, max_length "
              f"{a['max_length']}, LoRA r {a['lora']['r']}; tokens/s: medians over repeats",
-             "- CPU shared: "
-             + "; ".join(f"{s.name}: load average {r.get('load_before', 'not recorded')} "
-                         "before the run" for s, r in zip(sources, runs)), "",
+             "- load average (1 min) before each run (a run started right after another "
+             "inherits its decay): "
+             + "; ".join(f"{s.name}: {r.get('load_before', 'not recorded')}"
+                         for s, r in zip(sources, runs)),
+             *([f"- note: {note}"] if note else []), "",
              "| capability | setting | mode | steps | tokens | tok/s (median) | repeats | "
              "first loss |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in table:
@@ -92,8 +95,8 @@ def markdown(runs: list[dict], sources: list[Path], auto: dict[str, str]) -> str
     return "\n".join(lines) + "\n"
 
 
-def write(path: Path, sources: list[Path], auto: dict[str, str]) -> str:
+def write(path: Path, sources: list[Path], auto: dict[str, str], note: str | None = None) -> str:
     runs = [json.loads(Path(s).read_text()) for s in sources]
-    text = markdown(runs, sources, auto)
+    text = markdown(runs, sources, auto, note)
     write_text_atomic(path, text)
     return text

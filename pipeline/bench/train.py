@@ -96,6 +96,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--markdown", type=Path, default=None,
                     help="with --from-json: write the per-capability dtype table "
                          "(docs/results/train-capability.md) here")
+    ap.add_argument("--note", default=None, help="with --markdown: a line on how the runs "
+                                                 "were made (shared CPU, emulation)")
     return ap.parse_args(argv)
 
 
@@ -313,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--markdown writes the table of saved runs: give --from-json too")
     if args.from_json:
         if args.markdown:
-            print(capability.write(args.markdown, args.from_json, auto_settings()))
+            print(capability.write(args.markdown, args.from_json, auto_settings(), args.note))
             return 0
         for path in args.from_json:
             saved = json.loads(path.read_text())
