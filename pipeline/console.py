@@ -1,7 +1,9 @@
 """What `pipeline` prints: the project's own lines (one per step, with counts and times) and the
 sampling and training progress bars. The engines' logs (vLLM, transformers, TRL, PEFT, Triton,
 Python warnings) still reach every other handler, so inside a round they go to its `log.txt`;
-`-v` shows them on the console too. An engine's errors always show. transformers logs through
+`-v` shows them on the console too; the process vLLM spawns for its engine writes its own
+output to that log.txt as well (`engine.sampling.vllm_backend.child_output`). An engine's
+errors always show. transformers logs through
 its own handler (its records do not propagate): quiet, only its errors print.
 """
 from __future__ import annotations

@@ -56,3 +56,27 @@ def test_run_takes_verbose():
     from pipeline.cli import build_parser
     assert build_parser().parse_args(["run", "--preset", "tiny", "-v"]).verbose is True
     assert build_parser().parse_args(["run", "--preset", "tiny"]).verbose is False
+
+
+def test_engine_processes_write_to_log_txt_not_the_console(log_txt, monkeypatch, capfd):
+    """vLLM's engine process prints through Python's bare last-resort handler (a hundred
+    weight-loading warnings per start): a process started while the quiet console holds a
+    log file writes there for its whole life; this process's own stderr is back afterwards."""
+    import subprocess
+
+    from engine.sampling.vllm_backend import child_output, quiet_log_file
+    monkeypatch.setenv("VLLM_CONFIGURE_LOGGING", "1")
+    assert quiet_log_file() is None                       # verbose: vLLM prints as it does
+    monkeypatch.setenv("VLLM_CONFIGURE_LOGGING", "0")
+    assert quiet_log_file() == str(log_txt)
+    code = ("import logging, sys, time; logging.getLogger('vllm').warning('Attempted to load "
+            "weight'); print('banner'); sys.stdout.flush(); time.sleep(1); "
+            "print('later', file=sys.stderr)")
+    with child_output(quiet_log_file()):
+        child = subprocess.Popen([sys.executable, "-c", code])
+    print("after the block", file=sys.stderr)
+    child.wait(timeout=60)
+    saved, err = log_txt.read_text(), capfd.readouterr().err
+    for line in ("Attempted to load weight", "banner", "later"):   # even after the block
+        assert line in saved and line not in err
+    assert "after the block" in err and "after the block" not in saved

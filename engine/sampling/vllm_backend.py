@@ -115,6 +115,45 @@ def _adapter_rank(adapter: Path) -> int:
     return next(x for x in (8, 16, 32, 64, 128, 256, 320, 512) if x >= r)
 
 
+def quiet_log_file() -> str | None:
+    """Where the engine's own processes should write: the log file the app logs to (a round's
+    log.txt), when the app keeps vLLM's logging to itself (`VLLM_CONFIGURE_LOGGING=0`, set by
+    the quiet console); None otherwise (verbose, or no log file), and they print as they do."""
+    if os.environ.get("VLLM_CONFIGURE_LOGGING") != "0":
+        return None
+    files = [h.baseFilename for h in logging.getLogger().handlers
+             if isinstance(h, logging.FileHandler) and h.baseFilename != os.devnull]
+    return files[-1] if files else None   # the newest: the round's, inside a run
+
+
+@contextmanager
+def child_output(path: str | None):
+    """Processes started inside the block write their stdout and stderr to `path` (appended)
+    for their whole life: the engine process that vLLM spawns logs through Python's bare
+    last-resort handler (a hundred weight-loading warnings per start) and prints its own
+    banners, none of which belongs on the console. This process's descriptors are restored
+    after the block; `path` None changes nothing."""
+    if path is None:
+        yield
+        return
+    import sys
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = [os.dup(1), os.dup(2)]
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for f in (fd, *saved):
+            os.close(f)
+
+
 @contextmanager
 def _environ(values: dict[str, str]):
     """`values` set in os.environ inside the block, the previous environment restored after."""
@@ -179,13 +218,16 @@ class VLLMBackend:
         if note:
             log.warning(note)
         before = {p.pid for p in orphans.children()}
+        quiet = quiet_log_file()
         try:
-            with _environ(bind):  # read by the engine process that LLM spawns
+            # the environment is read, and the output inherited, by the engine process
+            with _environ(bind), child_output(quiet):
                 self.llm = vllm.LLM(**opts)
         except Exception as err:  # engine start failures come in many types
-            raise BackendError(f"vLLM failed to start on {self.model_dir}: {err}. On CPU, "
-                               "lower kv_cache_gib or gpu_memory_utilization; scripts need an "
-                               "`if __name__ == \"__main__\":` guard") from err
+            where = f" (the engine's own output: {quiet})" if quiet else ""
+            raise BackendError(f"vLLM failed to start on {self.model_dir}: {err}{where}. On "
+                               "CPU, lower kv_cache_gib or gpu_memory_utilization; scripts "
+                               "need an `if __name__ == \"__main__\":` guard") from err
         # the engine's processes die with this one, however it ends
         self.watchdog = orphans.guard([p for p in orphans.children() if p.pid not in before])
         self.tokenizer = self.llm.get_tokenizer()
