@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 from importlib import metadata
 
 LIBRARIES = ("torch", "vllm", "trl", "transformers", "peft")
@@ -51,3 +52,29 @@ def describe() -> dict:
     return {"cpu": cpu_model(), "capability": cpu_capability(), "cores": cores,
             "cpus": os.cpu_count(), "versions": versions()}
 
+
+
+def _cpu_jiffies() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs since boot, from /proc/stat."""
+    with open("/proc/stat", encoding="utf-8") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)   # idle + iowait
+    return sum(fields[:8]) - idle, sum(fields[:8])
+
+
+def busy_elsewhere(window: float = 0.5) -> float | None:
+    """How many CPUs other processes keep busy now: all CPUs' busy time over `window` seconds,
+    less this process's own (and its finished children's). Unlike the load average, it does not
+    count the work this run finished a minute ago (training just before an engine starts).
+    None where /proc/stat is missing."""
+    try:
+        busy0, total0 = _cpu_jiffies()
+        own0, t0 = sum(os.times()[:4]), time.monotonic()
+        time.sleep(window)
+        busy1, total1 = _cpu_jiffies()
+        own1, t1 = sum(os.times()[:4]), time.monotonic()
+    except (OSError, ValueError, IndexError):
+        return None
+    cpus = os.cpu_count() or 1
+    share = (busy1 - busy0) / max(1, total1 - total0)      # of all CPUs
+    return max(0.0, share * cpus - (own1 - own0) / max(1e-6, t1 - t0))

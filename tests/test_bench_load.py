@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+
 import pytest
 
 from pipeline.bench import rollout as bench_rollout
@@ -66,8 +67,30 @@ def test_a_shared_cpu_is_said_when_an_engine_binds_its_threads():
     engine that binds threads on a busy CPU says so, with the numbers."""
     from engine.sampling.vllm_backend import shared_cpu_note
     note = shared_cpu_note(1.3, 2, "all")
-    assert note and "load average 1.3 on 2 cores" in note and "cpu_bind: auto" in note
+    assert note and "other processes busy 1.3 of 2 cores" in note and "cpu_bind: auto" in note
+    assert shared_cpu_note(None, 2, "all") is None         # not measured: quiet
     assert shared_cpu_note(0.4, 2, "all") is None          # under half the cores: quiet
     assert shared_cpu_note(3.0, 2, "auto") is None         # vLLM's own binding: not bound by us
     assert shared_cpu_note(3.0, 2, "nobind") is None
     assert "(0,1)" in shared_cpu_note(2.0, 2, "0,1").replace("threads bound ", "")
+
+
+def test_busy_elsewhere_counts_other_processes_not_this_one(monkeypatch):
+    """The load average still counts the training a round just finished; the engine's check
+    reads the CPUs other processes keep busy now: all CPUs' busy time less this process's."""
+    from engine import machine
+    jiffies = iter([(1000, 4000), (1150, 4200)])        # 150 of 200 jiffies busy: 1.5 of 2 CPUs
+    own = iter([(10.0, 0.0, 0.0, 0.0, 0.0), (10.5, 0.0, 0.0, 0.0, 0.0)])   # this one: 0.5 s of 1 s
+    clock = iter([100.0, 101.0])
+    monkeypatch.setattr(machine, "_cpu_jiffies", lambda: next(jiffies))
+    monkeypatch.setattr(machine.os, "times", lambda: next(own))
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(machine.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(machine.time, "sleep", lambda s: None)
+    assert machine.busy_elsewhere() == pytest.approx(1.0)
+
+
+def test_busy_elsewhere_reads_this_machine():
+    from engine.machine import busy_elsewhere
+    busy = busy_elsewhere(0.2)
+    assert busy is not None and 0.0 <= busy <= (os.cpu_count() or 1)

@@ -32,6 +32,8 @@ from pathlib import Path
 
 from data.chatformat import IM_END
 
+from engine import machine
+
 from . import orphans
 from .base import CALL_STOP, BackendError, Completion, Conversation, SamplingParams
 
@@ -60,14 +62,15 @@ def cpu_bind_env(setting: str, workers: int = 1) -> dict[str, str]:
     return {BIND_VAR: setting, RESERVED_VAR: "0"}
 
 
-def shared_cpu_note(load: float, cores: int, setting: str) -> str | None:
-    """A warning when the CPU is already busy as an engine starts with bound threads (`all` or
-    a CPU list): measured with one busy process on 2 cores, `all` kept 0.54 of its tok/s
-    alone (fair share 0.67) though still the fastest binding loaded
-    (docs/results/cpu-bind-under-load.md). None when the load is under half the cores."""
-    if setting in ("auto", "nobind") or load < 0.5 * cores:
+def shared_cpu_note(busy: float | None, cores: int, setting: str) -> str | None:
+    """A warning when other processes keep the CPU busy (`busy`: CPUs' worth, from
+    `engine.machine.busy_elsewhere`) as an engine starts with bound threads (`all` or a CPU
+    list): measured with one busy process on 2 cores, `all` kept 0.54 of its tok/s alone
+    (fair share 0.67) though still the fastest binding loaded
+    (docs/results/cpu-bind-under-load.md). None under half the cores, or when not measured."""
+    if setting in ("auto", "nobind") or busy is None or busy < 0.5 * cores:
         return None
-    return (f"the CPU is shared (load average {load:.1f} on {cores} cores): vLLM-CPU with "
+    return (f"the CPU is shared (other processes busy {busy:.1f} of {cores} cores): vLLM-CPU with "
             f"threads bound ({setting}) loses more than its share of throughput beside other "
             "processes; sampling will be slower than measured alone (sampler.options.cpu_bind: "
             "auto degrades less but is slower alone)")
@@ -213,7 +216,7 @@ class VLLMBackend:
             self.lora_request = LoRARequest("adapter", 1, str(Path(lora_adapter).resolve()))
         opts.update(engine_opts)
         bind = cpu_bind_env(cpu_bind, tensor_parallel_size * data_parallel_size) if on_cpu else {}
-        note = shared_cpu_note(os.getloadavg()[0], os.cpu_count() or 1, cpu_bind) \
+        note = shared_cpu_note(machine.busy_elsewhere(), os.cpu_count() or 1, cpu_bind) \
             if on_cpu and bind else None
         if note:
             log.warning(note)
