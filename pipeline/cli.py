@@ -137,6 +137,15 @@ def cmd_report(args) -> int:
     if final:
         print("\n" + final)
     print(f"html: {write_run_report(Path(args.run))}")
+    if args.markdown:
+        from data.jsonl import write_text_atomic
+        from gates.run_markdown import run_markdown
+        command = " ".join(["pipeline report", args.run, "--markdown", args.markdown]
+                           + (["--title", repr(args.title)] if args.title else [])
+                           + (["--note", repr(args.note)] if args.note else []))
+        write_text_atomic(Path(args.markdown), run_markdown(Path(args.run), command,
+                                                            args.title, args.note))
+        print(f"written: {args.markdown}")
     return 0
 
 
@@ -326,6 +335,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="print the gate summary table and write report.html")
     p.add_argument("run")
+    p.add_argument("--markdown", metavar="FILE", default=None,
+                   help="also write the tables as markdown, with command, date and machine "
+                        "(docs/results/<name>.md)")
+    p.add_argument("--title", default=None, help="with --markdown: the page's title")
+    p.add_argument("--note", default=None, help="with --markdown: how the run was made (what "
+                                                "changed, whether the CPU was shared)")
     p.set_defaults(fn=cmd_report)
 
     p = sub.add_parser("fork", help="copy a run directory to a new one, paths rewritten "

@@ -206,3 +206,29 @@ def test_a_rounds_own_drop_abs_decides_its_gate_only():
         RoundSettings(drop_abs={"irrelevance": 1.5})
     with pytest.raises(ValueError, match="drop_abs"):
         RoundSettings(drop_abs={"nonsense": 0.1})
+
+
+def test_report_markdown_writes_the_tables_with_command_and_sides(tmp_path, monkeypatch, capsys):
+    """`pipeline report RUN --markdown F` writes what `report` prints, with its command, and
+    the metrics a canary scores over part of its items (many_tools' calls / abstentions);
+    the run's absolute path reads as the run given."""
+    from pipeline.cli import main
+    run = make_run(tmp_path)
+    rp = run / "round-1-grounding" / "gate" / "report.json"
+    rep = json.loads(rp.read_text())
+    rep["canaries"]["single_turn"]["comparisons"]["calls"] = {
+        "n": 5, "baseline": 0.2, "candidate": 0.6, "delta": 0.4, "se": 0.2, "wins": 2,
+        "losses": 0, "ties": 3, "note": ""}
+    rp.write_text(json.dumps(rep))
+    (run / "promoted.json").write_text(json.dumps({"round": 1, "name": "grounding",
+                                                   "model": str(run.resolve() / "m")}))
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "demo-run", "--markdown", "docs/demo.md", "--note", "CPU shared"]) == 0
+    text = (tmp_path / "docs" / "demo.md").read_text()
+    assert "- command: `pipeline report demo-run --markdown docs/demo.md --note 'CPU shared'`" \
+        in text
+    assert "- note: CPU shared" in text and "## Gates in detail" in text
+    side = next(line for line in text.splitlines() if " calls " in line).split()
+    assert side[2:] == ["single_turn", "calls", "5", "0.200", "0.600", "+0.400", "0.200",
+                        "2/0/3"]
+    assert str(tmp_path) not in text and '"model": "demo-run/m"' in text
