@@ -179,10 +179,11 @@ def test_default_preset_trains_on_synthetic_and_keeps_built_in_counts():
     grounding = dict((n, rs) for _, n, rs in cfg.planned_rounds())["grounding"]
     assert "synthetic" in grounding.domains and len(grounding.domains) == 7
     assert grounding.tasks["irrelevance@synthetic"] > grounding.tasks["irrelevance"]
-    for kind, before in (("chained", 84), ("recovery", 60)):  # six domains: 14 and 10 each
+    for kind, least in (("chained", 11), ("recovery", 8)):   # cycled over all seven domains
         per = Counter(taskgen.domain_cycle(kind, i, grounding.domains)[0]
                       for i in range(grounding.tasks[kind]))
-        assert set(per.values()) == {before // 6} and per["synthetic"] == before // 6
+        assert len(per) == 7 and min(per.values()) >= least
+        assert max(per.values()) - min(per.values()) <= 1
 
 
 def test_cli_shows_synthetic_tasks(capsys):
