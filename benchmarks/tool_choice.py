@@ -24,7 +24,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 CHAT = ["Convert 250 USD to JPY.", "What's the weather in Paris right now?",
-        "Find flights from SFO to JFK on 2026-05-14.", "Write a two-line poem about autumn."]
+        "Find flights from CDG to JFK on 2026-04-14.", "Write a two-line poem about autumn."]
 SEED = 7
 
 
