@@ -40,7 +40,7 @@ def test_mix_takes_the_round_tasks_domains_and_settings():
     counts, domains, sft = bench.workload(bench.parse_args(["--mix", "grounding", "--steps", "3",
                                                             "--lora-dropout", "0"]))
     assert counts == grounding.tasks and domains == grounding.domains
-    assert (sft["lr"], sft["batch_size"], sft["max_length"]) == (1e-3, 4, 1280)
+    assert (sft["lr"], sft["batch_size"], sft["max_length"]) == (1e-3, 4, grounding.sft.max_length)
     assert (sft["lora"]["r"], sft["lora"]["alpha"], sft["lora"]["dropout"]) == (32, 64, 0.0)
     assert sft["max_steps"] == 3
     assert sft["bf16"] == grounding.sft.bf16                      # --bf16 auto
@@ -49,6 +49,9 @@ def test_mix_takes_the_round_tasks_domains_and_settings():
         assert bench.workload(args)[2]["bf16"] is want
     rows = bench.oracle_rows({"chained": 7}, domains)
     assert len({r.domain for r in rows}) == 7 == len(grounding.domains)   # cycled, one each
+    offers = bench.round_offers(bench.parse_args(["--mix", "grounding"]))
+    singles = bench.oracle_rows({"single": 40}, domains, offers)   # offered as the round offers
+    assert max(len(r.tools) for r in singles) == grounding.offer_for("single") > 6
 
 
 def test_summary_takes_medians_and_skips_a_killed_mode():

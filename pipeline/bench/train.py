@@ -30,6 +30,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Callable
 
 from data.jsonl import write_text_atomic
 from data.tasks import KINDS, domain_cycle, generate, make
@@ -101,10 +102,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def oracle_rows(per_kind: dict[str, int], domains: list[str] | None = None) -> list[Trajectory]:
-    """Oracle demonstrations of the tasks, domains cycled task by task as a round does."""
+def oracle_rows(per_kind: dict[str, int], domains: list[str] | None = None,
+                offer_for: Callable[[str], int] | None = None) -> list[Trajectory]:
+    """Oracle demonstrations of the tasks, domains cycled task by task and tools offered
+    (`offer_for`: kind -> most tools, a round's `offer_for`) as a round does."""
     tasks = [make(kind, i, split="train", namespace="bench",
-                  domains=domain_cycle(kind, i, domains))
+                  domains=domain_cycle(kind, i, domains),
+                  **({"offered_tools": offer_for(kind)} if offer_for else {}))
              for kind, n in per_kind.items() for i in range(n)]
     return [Trajectory(id=t.id, task_id=t.id, domain=t.domain, kind=t.kind,
                        messages=t.messages() + t.oracle, tools=t.tools, finish="answer",
@@ -119,6 +123,14 @@ def scaled(counts: dict[str, int], n: int) -> dict[str, int]:
     """`counts` scaled to about `n` in all, every kind kept with at least one row."""
     total = sum(counts.values())
     return {k: max(1, round(c * n / total)) for k, c in counts.items() if c}
+
+
+def round_offers(args: argparse.Namespace) -> Callable[[str], int] | None:
+    """With `--mix`: that round's tools-offered-per-kind (as its tasks are made)."""
+    if not args.mix:
+        return None
+    from pipeline import config
+    return config.load(preset="default").rounds[args.mix].offer_for
 
 
 def workload(args: argparse.Namespace) -> tuple[dict[str, int], list[str] | None, dict]:
@@ -327,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--modes: unknown {bad}; choose from {', '.join(MODES)}")
     counts, domains, sft = workload(args)
     model_dir = str(resolve(args.model))
-    rows = oracle_rows(counts, domains)
+    rows = oracle_rows(counts, domains, round_offers(args))
     results = {"model": args.model, "tasks": counts, "domains": domains, "args": sft,
                "repeats": args.repeats, "loss_steps": args.loss_steps,
                "machine": machine.describe(), "load_before": round(os.getloadavg()[0], 2)}
