@@ -23,6 +23,15 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+def cpu_flags() -> str:
+    """The CPU's feature flags as /proc/cpuinfo lists them ("" where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 def cpu_capability() -> str:
     """`torch.backends.cpu.get_cpu_capability()`: DEFAULT, AVX2, AVX512 (and on ARM the
     NEON/SVE ones). `ATEN_CPU_CAPABILITY=avx2` lowers it to emulate an older CPU."""

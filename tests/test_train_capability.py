@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from engine.training.settings import bf16_native
-from pipeline.bench.train import auto_settings, main
+from pipeline.bench.capability import auto_settings
+from pipeline.bench.train import main
 
 FLAGS = "fpu sse avx2 avx512f avx512_bf16 amx_tile"
 

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from engine import machine
 from engine.settings import Strict
 
 MACHINE_BF16 = {"default_doc": "true where the CPU/GPU computes bf16 natively"}  # config reference
@@ -39,12 +40,7 @@ def bf16_supported() -> bool:
     import torch
     if torch.cuda.is_available():
         return torch.cuda.is_bf16_supported()
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = f.read()
-    except OSError:
-        return False
-    return bf16_native(torch.backends.cpu.get_cpu_capability(), flags)
+    return bf16_native(torch.backends.cpu.get_cpu_capability(), machine.cpu_flags())
 
 
 Settings = Strict  # the one strict base (engine/settings.py)

@@ -15,12 +15,31 @@ import time
 from pathlib import Path
 
 from data.jsonl import write_text_atomic
+from engine import machine
+from engine.training.settings import bf16_native
+
+CAPABILITIES = ("AVX2", "AVX512")
+
+
+def label(autocast: bool, bf16_base: bool) -> str:
+    """A setting as the table names it: autocast on/off, and the base's dtype."""
+    return (("bf16 autocast, " if autocast else "fp32, ")
+            + ("bfloat16 base" if bf16_base else "float32 base"))
 
 
 def setting(run: dict, mode: str) -> str:
-    """What a mode of a run computes in: autocast on/off, and the base's dtype."""
-    base = "bfloat16 base" if mode.endswith("-bf16") else "float32 base"
-    return ("bf16 autocast, " if run["args"]["bf16"] else "fp32, ") + base
+    """What a mode of a run computes in."""
+    return label(run["args"]["bf16"], mode.endswith("-bf16"))
+
+
+def auto_settings() -> dict[str, str]:
+    """Capability -> the setting `auto` picks there on this CPU's flags."""
+    flags = machine.cpu_flags()
+    out = {}
+    for cap in CAPABILITIES:   # auto turns autocast and the bfloat16 base on together
+        native = bf16_native(cap, flags)
+        out[cap] = label(autocast=native, bf16_base=native)
+    return out
 
 
 def rows(runs: list[dict]) -> list[dict]:
@@ -28,17 +47,15 @@ def rows(runs: list[dict]) -> list[dict]:
     out = []
     for run in runs:
         for mode, r in run["sft"].items():
+            row = {"capability": run["machine"]["capability"], "mode": mode,
+                   "setting": setting(run, mode)}
             if "failed" in r:
-                out.append({"capability": run["machine"]["capability"], "mode": mode,
-                            "setting": setting(run, mode), "failed": r["failed"],
-                            "load": run.get("load_before")})
+                out.append(row | {"failed": r["failed"]})
                 continue
-            out.append({"capability": run["machine"]["capability"], "mode": mode,
-                        "setting": setting(run, mode), "steps": r["steps"],
-                        "tokens": r["tokens"], "tokens_per_s": r["tokens_per_s"],
-                        "repeats": r.get("repeats_tokens_per_s", [r["tokens_per_s"]]),
-                        "first_loss": r["losses"][0] if r.get("losses") else None,
-                        "load": run.get("load_before")})
+            out.append(row | {"steps": r["steps"], "tokens": r["tokens"],
+                              "tokens_per_s": r["tokens_per_s"],
+                              "repeats": r.get("repeats_tokens_per_s", [r["tokens_per_s"]]),
+                              "first_loss": r["losses"][0] if r.get("losses") else None})
     return out
 
 

@@ -37,7 +37,6 @@ from data.tasks import KINDS, domain_cycle, generate, make
 from data.trajectory import Trajectory
 from engine import machine
 from engine.models import EMBEDDED, resolve
-from engine.training.settings import bf16_native
 from pipeline.bench import capability
 
 # Every mode but `pf-rows-bf16` keeps a float32 base, so figures stay comparable with older runs.
@@ -266,17 +265,6 @@ def summarise(runs: list[dict[str, dict]], loss_steps: int) -> dict:
     return {"sft": out}
 
 
-def auto_settings() -> dict[str, str]:
-    """Capability -> the SFT setting `auto` picks there on this CPU's flags."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = f.read()
-    except OSError:
-        flags = ""
-    on, off = "bf16 autocast, bfloat16 base", "fp32, float32 base"
-    return {cap: on if bf16_native(cap, flags) else off for cap in ("AVX2", "AVX512")}
-
-
 def table_machine(m: dict) -> str:
     """What the CPU computes with: the `auto` dtype choices follow it (bf16 only where torch
     dispatches AVX-512 kernels; `ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2` emulates an
@@ -327,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--markdown writes the table of saved runs: give --from-json too")
     if args.from_json:
         if args.markdown:
-            print(capability.write(args.markdown, args.from_json, auto_settings(), args.note))
+            print(capability.write(args.markdown, args.from_json, capability.auto_settings(), args.note))
             return 0
         for path in args.from_json:
             saved = json.loads(path.read_text())
