@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import errno
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -140,9 +141,9 @@ def cmd_report(args) -> int:
     if args.markdown:
         from data.jsonl import write_text_atomic
         from gates.run_markdown import run_markdown
-        command = " ".join(["pipeline report", args.run, "--markdown", args.markdown]
-                           + (["--title", repr(args.title)] if args.title else [])
-                           + (["--note", repr(args.note)] if args.note else []))
+        command = shlex.join(["pipeline", "report", args.run, "--markdown", args.markdown]
+                             + (["--title", args.title] if args.title else [])
+                             + (["--note", args.note] if args.note else []))
         write_text_atomic(Path(args.markdown), run_markdown(Path(args.run), command,
                                                             args.title, args.note))
         print(f"written: {args.markdown}")
