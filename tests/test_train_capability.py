@@ -72,9 +72,11 @@ def test_markdown_lists_every_setting_and_whether_auto_picks_the_fastest(tmp_pat
         "900 s |" in text                             # a mode stopped by --timeout is listed
 
 
-def test_markdown_needs_saved_runs():
+def test_markdown_needs_saved_runs(tmp_path):
     with pytest.raises(SystemExit, match="--from-json"):
         main(["--markdown", "x.md"])
+    with pytest.raises(SystemExit, match="no such file .*gone.json"):
+        main(["--from-json", str(tmp_path / "gone.json"), "--markdown", "x.md"])
 
 
 def _sleepy(seconds):

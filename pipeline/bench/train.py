@@ -313,6 +313,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.markdown and not args.from_json:
         raise SystemExit("--markdown writes the table of saved runs: give --from-json too")
+    missing = [str(p) for p in args.from_json or [] if not p.is_file()]
+    if missing:
+        raise SystemExit(f"--from-json: no such file {', '.join(missing)}: give the files that "
+                         "`pipeline bench train --json` wrote")
     if args.from_json:
         if args.markdown:
             print(capability.write(args.markdown, args.from_json, capability.auto_settings(), args.note))
