@@ -13,7 +13,7 @@ from typing import Iterable
 
 from .chatformat import Call, format_call
 from .environment import BACKUP, DomainEnvironment, filler
-from .envs import BUILTIN, DOMAINS, SHIPPED, resolve
+from .envs import BUILTIN, DOMAINS, NOT_DISTRACTORS, SHIPPED, resolve
 from .envs.base import Example, stable_int, tool
 from .kinds import KINDS, Draw, TaskKind, canary_kinds, register
 from .kinds import get as get_kind
@@ -109,10 +109,11 @@ def offered(dname: str, ex: Example) -> list[dict]:
 def _distractor_pool(exclude: frozenset[str]) -> dict[str, tuple[dict, ...]]:
     """Shipped domains other than `exclude`, name -> tools that may stand beside another
     domain's request without serving it (the synthetic family's unit converters could convert
-    currency or units, so they never do). Cached: every task draws from it; read-only."""
+    currency or units, so they never do; NOT_DISTRACTORS never stand in). Cached: every task
+    draws from it; read-only."""
     return {n: tuple(t for t in d.tools if n != "synthetic"
                      or "convert" not in t["function"]["name"].lower())
-            for n, d in SHIPPED.items() if n not in exclude}
+            for n, d in SHIPPED.items() if n not in exclude and n not in NOT_DISTRACTORS}
 
 
 def mix(rng: random.Random, needed: list[dict], near: list[dict], size: int,

@@ -1,5 +1,5 @@
-"""Tool domains by name: the six built-in ones, the shipped `synthetic` family, and a user's
-own named by dotted path.
+"""Tool domains by name: the six built-in ones, the shipped `synthetic` family and `formulas`
+calculators, and a user's own named by dotted path.
 
 A domain is a `Domain` (see `base.py`): JSON-schema tool declarations, a pure Python
 implementation per tool over deterministic tables, and task makers per kind
@@ -10,18 +10,20 @@ calls a correct solution makes and, optionally, the few tools the task offers.
 its name so tasks that name it find its tools wherever they are played.
 
 `BUILTIN` are the six domains a round uses when it names none (and the canaries use);
-`synthetic` (`synthetic/`: hundreds of seeded tools) ships beside them and is used only
-where a round names it.
+`synthetic` (`synthetic/`: hundreds of seeded tools) and `formulas` (calculators) ship beside
+them and are used only where a round names them.
 """
 from __future__ import annotations
 
 from .. import dotted
-from . import calendar, currency, flights, inventory, synthetic, units, weather
+from . import calendar, currency, flights, formulas, inventory, synthetic, units, weather
 from .base import Domain, ToolError
 
 BUILTIN: dict[str, Domain] = {m.DOMAIN.name: m.DOMAIN for m in
                               (weather, currency, calendar, inventory, units, flights)}
-SHIPPED: dict[str, Domain] = {**BUILTIN, synthetic.DOMAIN.name: synthetic.DOMAIN}
+SHIPPED: dict[str, Domain] = {**BUILTIN, synthetic.DOMAIN.name: synthetic.DOMAIN,
+                              formulas.DOMAIN.name: formulas.DOMAIN}
+NOT_DISTRACTORS = {formulas.DOMAIN.name}   # never offered beside another domain's request
 DOMAINS: dict[str, Domain] = dict(SHIPPED)   # shipped plus every domain resolved so far
 MAKER_KINDS = ("single", "parallel", "chained", "irrelevance")
 _RESOLVED: dict[str, Domain] = {}            # dotted path -> the domain it named
@@ -70,4 +72,4 @@ def resolve(spec: str) -> Domain:
     return domain
 
 
-__all__ = ["BUILTIN", "DOMAINS", "SHIPPED", "Domain", "ToolError", "problems", "resolve"]
+__all__ = ["BUILTIN", "DOMAINS", "NOT_DISTRACTORS", "SHIPPED", "Domain", "ToolError", "problems", "resolve"]
