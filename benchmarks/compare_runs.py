@@ -2,19 +2,24 @@
 candidate's canary transcripts. For a refactor that must not change behaviour: run a preset
 before and after (`pipeline run --preset tiny --run-dir A`, then B) and compare.
 
-    python benchmarks/compare_runs.py RUN_A RUN_B
+    python benchmarks/compare_runs.py RUN_A RUN_B [RUN_C RUN_D ...] [--markdown F --note TEXT]
 
 Gate numbers are the report's decision, its rules (name, passed, detail) and per canary the
 item hash, n, MDE, baseline and candidate metrics, and every paired comparison; paths and times
 are left out. Exit status 1 when any gate number differs, 0 otherwise (losses and transcripts
-are reported, not judged: training on another machine may round differently).
+are reported, not judged: training on another machine may round differently). Several pairs are
+compared in turn; `--markdown` writes every pair's printout with the command and the date.
 """
 from __future__ import annotations
 
 import argparse
+import datetime
+import io
+import shlex
 import hashlib
 import json
 import sys
+from contextlib import redirect_stdout
 from pathlib import Path
 
 
@@ -83,10 +88,31 @@ def compare(a: Path, b: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("a", type=Path)
-    ap.add_argument("b", type=Path)
+    ap.add_argument("runs", type=Path, nargs="+", help="RUN_A RUN_B, then more pairs")
+    ap.add_argument("--markdown", help="also write the printout here, with command and date")
+    ap.add_argument("--note", default="", help="a line for the page (what each pair is)")
     args = ap.parse_args(argv)
-    return compare(args.a, args.b)
+    if len(args.runs) % 2:
+        ap.error(f"runs come in pairs (A B [C D ...]); got {len(args.runs)}")
+    status, pages = 0, []
+    for a, b in zip(args.runs[::2], args.runs[1::2]):
+        out = io.StringIO()
+        with redirect_stdout(out):
+            rc = compare(a, b)
+        print(f"== {a} against {b}\n{out.getvalue()}", end="")
+        status |= rc
+        pages.append(f"## {a.name} against {b.name}: "
+                     f"{'identical gate numbers' if rc == 0 else 'DIFFERENT'}\n\n"
+                     f"```\n{out.getvalue()}```\n")
+    if args.markdown:
+        shown = ["python", "benchmarks/compare_runs.py"] + (argv if argv is not None
+                                                             else sys.argv[1:])
+        day = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+        Path(args.markdown).write_text(
+            f"# Gate numbers, run against run\n\n{args.note}\n\nCommand: `{shlex.join(shown)}` "
+            f"({day}). Exit status {status}: {'every pair identical' if not status else 'a pair differs'}."
+            f"\n\n" + "\n".join(pages))
+    return status
 
 
 if __name__ == "__main__":
