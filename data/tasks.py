@@ -276,6 +276,30 @@ def _mismatch(d: Draw) -> tuple[Task, Example]:
     return _no_fit(want, tools, dname, id_, seed)
 
 
+def _contrast(d: Draw) -> tuple[Task, Example]:
+    """Minimal pairs: tasks 2i and 2i+1 share one request and one set of other domains' tools;
+    the even one also offers the tool that serves the request (call it), the odd one a further
+    stranger in its place (no call), so the two offer as many tools. Only whether the serving
+    tool is there tells them apart: the model has to read the offered tools, where separately
+    drawn call and no-call tasks let the request alone predict the answer."""
+    rng = random.Random(stable_int("contrast", d.id.rsplit("-", 1)[0], d.index // 2))
+    dname, ex = _domain_example("single", rng, d.domains)
+    used = {n for turn in ex.steps for n, _ in turn}
+    needed = [t for t in offered(dname, ex) if t["function"]["name"] in used]
+    size = max(d.offered_tools, len(needed) + 1)
+    strangers = mix(rng, [], [], size - len(needed), {dname}, least=1)
+    extra = mix(rng, [], [], size, {dname}, least=size)
+    names = {t["function"]["name"] for t in strangers}
+    spare = [t for t in extra if t["function"]["name"] not in names][:len(needed)]
+    if d.index % 2:
+        tools = strangers + spare
+        rng.shuffle(tools)
+        return _no_fit(ex, tools, dname, d.id, d.seed)
+    tools = strangers + needed
+    rng.shuffle(tools)
+    return _task(d.id, dname, "single", d.seed, ex, tools), ex
+
+
 def _many_tools(d: Draw) -> tuple[Task, Example]:
     """The many_tools canary: a single-call request offered several domains' tools
     (MANY_TOOLS), exactly one of which serves it, or, for every MANY_TOOLS_NONE-th item, the
@@ -438,6 +462,9 @@ for _kind in (
         TaskKind("reasoning", _reasoning, canaries=("reasoning",), doc="arithmetic, no tools"),
         TaskKind("mismatch", _mismatch, needs=("single",), per_domain=False,
                  doc="a request offered other domains' tools: no call"),
+        TaskKind("contrast", _contrast, needs=("single",), pinnable=True, per_domain=False,
+                 doc="minimal pairs: one request offered the same tools with and without the "
+                     "one that serves it"),
         TaskKind("many_tools", _many_tools, needs=("single",), per_domain=False,
                  canaries=("many_tools",),
                  doc="several domains' tools, one fitting or none")):
