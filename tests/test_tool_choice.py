@@ -194,3 +194,25 @@ def test_offered_tools_per_kind_sizes_each_kinds_offers_and_refuses_strays(tmp_p
         GroundingSettings(tasks={"single": 2}, offered_tools={"singel": 10})
     with pytest.raises(ValueError, match="1 to 24 tools"):
         GroundingSettings(tasks={"single": 2}, offered_tools={"single": 30})
+
+
+def test_contrast_pairs_differ_only_by_the_serving_tool():
+    """Tasks 2i and 2i+1 of `contrast`: one request, as many offered tools, the same strangers;
+    the call task offers the tool its gold call names, the no-call one no tool of the request's
+    domain; both oracles verify."""
+    domains = ["weather", "currency", "flights", "synthetic", "formulas"]
+    made = [tasks.make("contrast", i, "train", "c", domains, offered_tools=10) for i in range(40)]
+    assert validate(made) == []
+    for call, none in zip(made[::2], made[1::2]):
+        assert call.prompt == none.prompt and call.domain == none.domain
+        assert len(call.tools) == len(none.tools)
+        assert call.kind == "single" and none.kind == "irrelevance" and not none.gold_calls
+        gold = call.gold_calls[0].name
+        assert gold in names(call) and gold not in names(none)
+        assert not set(names(none)) & set(DOMAINS[none.domain].tool_names())
+        shared = set(names(call)) & set(names(none))
+        assert len(shared) == len(call.tools) - 1
+    assert len({t.domain for t in made}) >= 4
+    pinned = [tasks.make("contrast@formulas", i, "train", "c", None, offered_tools=8)
+              for i in range(6)]
+    assert {t.domain for t in pinned} == {"formulas"}
