@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import io
-import shlex
 import hashlib
+import io
 import json
+import shlex
 import sys
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -108,10 +108,10 @@ def main(argv: list[str] | None = None) -> int:
         shown = ["python", "benchmarks/compare_runs.py"] + (argv if argv is not None
                                                              else sys.argv[1:])
         day = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+        verdict = "every pair identical" if not status else "a pair differs"
         Path(args.markdown).write_text(
             f"# Gate numbers, run against run\n\n{args.note}\n\nCommand: `{shlex.join(shown)}` "
-            f"({day}). Exit status {status}: {'every pair identical' if not status else 'a pair differs'}."
-            f"\n\n" + "\n".join(pages))
+            f"({day}). Exit status {status}: {verdict}.\n\n" + "\n".join(pages))
     return status
 
 

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("compare_runs", ROOT / "benchmarks" / "compare_runs.py")
+spec = importlib.util.spec_from_file_location("compare_runs",
+                                              ROOT / "benchmarks" / "compare_runs.py")
 compare_runs = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(compare_runs)
 

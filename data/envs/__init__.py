@@ -72,4 +72,5 @@ def resolve(spec: str) -> Domain:
     return domain
 
 
-__all__ = ["BUILTIN", "DOMAINS", "NOT_DISTRACTORS", "SHIPPED", "Domain", "ToolError", "problems", "resolve"]
+__all__ = ["BUILTIN", "DOMAINS", "NOT_DISTRACTORS", "SHIPPED", "Domain", "ToolError", "problems",
+           "resolve"]

@@ -7,9 +7,12 @@ domain directly is correct by construction. No shell, no network, no clock.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+import jsonschema
 
 
 class ToolError(Exception):
@@ -35,6 +38,28 @@ def tool(name: str, description: str, properties: dict, required: list[str] | No
         "name": name, "description": description,
         "parameters": {"type": "object", "properties": properties,
                        "required": list(properties) if required is None else required}}}
+
+
+def schema_checked(decl: dict, body: Callable[[dict], Any]) -> Callable[..., Any]:
+    """The tool's implementation: arguments checked against its declared schema (unknown
+    names refused), declared defaults filled in, then `body(args)`."""
+    schema = decl["function"]["parameters"]
+    validator = jsonschema.Draft202012Validator(schema)
+    props = schema["properties"]
+
+    def run(**args):
+        unknown = sorted(set(args) - set(props))
+        if unknown:
+            raise ToolError("invalid_argument", f"unknown argument(s) {unknown}; this tool "
+                                                f"takes {sorted(props)}.")
+        err = jsonschema.exceptions.best_match(validator.iter_errors(args))
+        if err is not None:
+            where = "/".join(map(str, err.absolute_path)) or "arguments"
+            raise ToolError("invalid_argument", f"{where}: {err.message}")
+        full = {k: json.loads(json.dumps(spec["default"])) for k, spec in props.items()
+                if "default" in spec and k not in args}
+        return body({**full, **args})
+    return run
 
 
 S = {"type": "string"}

@@ -19,7 +19,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from .base import Domain, Example, I, N, ToolError, fmt_num, tool
+from .base import Domain, Example, I, N, ToolError, fmt_num, schema_checked, tool
 
 NEAR = (2, 5)   # other formulas offered beside the fitting one (single) or instead (irrelevance)
 
@@ -70,7 +70,7 @@ def _fib(n):
     return a
 
 
-NUMBERS = {"type": "array", "items": N}
+NUMBERS = {"type": "array", "items": N, "minItems": 1}
 _LIST = (NUMBERS, "the numbers", lambda rng: [rng.randint(1, 60) for _ in range(rng.randint(4, 7))])
 
 FORMULAS: list[Formula] = [
@@ -295,37 +295,20 @@ FORMULAS: list[Formula] = [
 BY_NAME = {f.name: f for f in FORMULAS}
 
 
-def _checked(f: Formula) -> Callable[..., dict]:
-    """The tool: arguments checked against the schema (the errors say which and how), the
-    result rounded to 4 places."""
-    def run(**args) -> dict:
-        missing = [p for p in f.params if p not in args]
-        extra = [p for p in args if p not in f.params]
-        if missing or extra:
-            raise ToolError("invalid_argument", f"{f.name} takes {list(f.params)}; "
-                            f"missing {missing}, unknown {extra}")
-        for p, v in args.items():
-            kind = f.params[p][0]["type"]
-            ok = (isinstance(v, list) and v and all(_is_num(x) for x in v)) if kind == "array" \
-                else _is_num(v) and (kind != "integer" or float(v) == int(v))
-            if not ok:
-                raise ToolError("invalid_argument", f"{p} must be "
-                                f"{'a list of numbers' if kind == 'array' else 'a ' + kind}")
+def _computed(f: Formula) -> Callable[[dict], dict]:
+    """The formula on checked arguments, rounded to 4 places; a math error is the caller's."""
+    def body(args: dict) -> dict:
         try:
             return {"result": round(float(f.fn(**args)), 4)}
         except (ValueError, ZeroDivisionError, OverflowError) as err:
             raise ToolError("invalid_argument", f"{f.name}: {err}") from None
-    return run
-
-
-def _is_num(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return body
 
 
 TOOLS = [tool(f.name, f.description, {p: s for p, (s, _, _) in f.params.items()})
          for f in FORMULAS]
-IMPL = {f.name: _checked(f) for f in FORMULAS}
 DECL = {t["function"]["name"]: t for t in TOOLS}
+IMPL = {f.name: schema_checked(DECL[f.name], _computed(f)) for f in FORMULAS}  # jsonschema-checked
 
 
 def _ask(rng: random.Random, f: Formula) -> tuple[str, dict]:

@@ -10,15 +10,12 @@ recovery tasks replay.
 """
 from __future__ import annotations
 
-import json
 import random
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import jsonschema
-
-from ..base import ToolError, stable_int, tool
+from ..base import ToolError, schema_checked, stable_int, tool
 from . import vocab
 
 STYLES = ("snake", "camel", "noun_first", "dotted")
@@ -122,30 +119,6 @@ def _base_value(seed: int, noun: str, rid: str, attr: str, quantity: str) -> flo
     return float(round(value)) if vocab.QUANTITIES[quantity]["dp"] == 0 else value
 
 
-# ------------------------------------------------------------------------------ checking
-
-def _checked(decl: dict, body: Callable[[dict], Any]) -> Callable[..., Any]:
-    """The tool's implementation: arguments checked against its declared schema (unknown
-    names refused), declared defaults filled in, then `body(args)`."""
-    schema = decl["function"]["parameters"]
-    validator = jsonschema.Draft202012Validator(schema)
-    props = schema["properties"]
-
-    def run(**args):
-        unknown = sorted(set(args) - set(props))
-        if unknown:
-            raise ToolError("invalid_argument", f"unknown argument(s) {unknown}; this tool "
-                                                f"takes {sorted(props)}.")
-        err = jsonschema.exceptions.best_match(validator.iter_errors(args))
-        if err is not None:
-            where = "/".join(map(str, err.absolute_path)) or "arguments"
-            raise ToolError("invalid_argument", f"{where}: {err.message}")
-        full = {k: json.loads(json.dumps(spec["default"])) for k, spec in props.items()
-                if "default" in spec and k not in args}
-        return body({**full, **args})
-    return run
-
-
 def _record(res: Resource, rid: str, finder: str | None) -> Record:
     table = res.by_id()
     if rid in table:
@@ -208,7 +181,7 @@ def find_tool(res: Resource, verb: str, name_param: str) -> Spec:
         close = next((n for n in table if n.lower() == str(name).lower()), None)
         hint = f" Names are case-sensitive: did you mean {close!r}?" if close else ""
         raise ToolError("not_found", f"no {res.noun} named {name!r}.{hint}")
-    return Spec(decl["function"]["name"], "find", decl, _checked(decl, body), res,
+    return Spec(decl["function"]["name"], "find", decl, schema_checked(decl, body), res,
                 params={"name": pname})
 
 
@@ -228,7 +201,7 @@ def get_tool(res: Resource, verb: str, attr: str, finder: str) -> Spec:
         u = a.get("unit", "")
         out = {"id": r.id, _key(attr): in_unit(q, r.values[attr], u)}
         return {**out, "unit": u} if u else out
-    return Spec(decl["function"]["name"], "get", decl, _checked(decl, body), res, attr, q,
+    return Spec(decl["function"]["name"], "get", decl, schema_checked(decl, body), res, attr, q,
                 params={"id": idp, "unit": "unit" if unit else ""})
 
 
@@ -246,7 +219,7 @@ def list_tool(res: Resource, verb: str) -> Spec:
         hits = sorted(r.name for r in res.records
                       if r.category == a[cat] and (r.active or a[inc]))
         return {"items": hits[:a[lim]], "total": len(hits)}
-    return Spec(decl["function"]["name"], "list", decl, _checked(decl, body), res,
+    return Spec(decl["function"]["name"], "list", decl, schema_checked(decl, body), res,
                 params={"category": cat, "limit": lim, "include_inactive": inc})
 
 
@@ -266,7 +239,7 @@ def count_tool(res: Resource, verb: str, attr: str) -> Spec:
         n = sum(r.values[attr] >= a[low] and a.get(cat, r.category) == r.category
                 for r in res.records)
         return {"count": n}
-    return Spec(decl["function"]["name"], "count", decl, _checked(decl, body), res, attr, q,
+    return Spec(decl["function"]["name"], "count", decl, schema_checked(decl, body), res, attr, q,
                 params={"min": low, "category": cat})
 
 
@@ -288,7 +261,7 @@ def total_tool(res: Resource, verb: str, attr: str, finder: str) -> Spec:
         u = a.get("unit", "")
         total = in_unit(q, sum(r.values[attr] for r in recs), u)
         return {"total": total, "unit": u} if u else {"total": total}
-    return Spec(decl["function"]["name"], "total", decl, _checked(decl, body), res, attr, q,
+    return Spec(decl["function"]["name"], "total", decl, schema_checked(decl, body), res, attr, q,
                 params={"ids": ids, "unit": "unit" if unit else ""})
 
 
@@ -320,7 +293,7 @@ def create_tool(res: Resource, verb: str, obj: str, finder: str, seed: int,
                sorted(a[tags]))
         num = stable_int("ticket", seed, res.noun, obj, *key, mod=90000) + 10000
         return {"ticket": f"{pfx}-{num}", "status": "scheduled", "date": a[date]}
-    return Spec(decl["function"]["name"], "create", decl, _checked(decl, body), res, obj=obj,
+    return Spec(decl["function"]["name"], "create", decl, schema_checked(decl, body), res, obj=obj,
                 params={"id": idp, "date": date, "options": opts, "tags": tags,
                         "priority": prio, "notify": notify})
 
@@ -339,7 +312,7 @@ def convert_tool(quantity: str, style: str) -> Spec:
         f1, o1 = q["units"][a[src]]
         f2, o2 = q["units"][a[dst]]
         return {"value": round((a[value] - o1) / f1 * f2 + o2, 2), "unit": a[dst]}
-    return Spec(decl["function"]["name"], "convert", decl, _checked(decl, body),
+    return Spec(decl["function"]["name"], "convert", decl, schema_checked(decl, body),
                 quantity=quantity, params={"value": value, "from": src, "to": dst})
 
 
