@@ -47,6 +47,12 @@ def _shown(path: str | Path) -> str:
         return "/".join(part for part in p.parts[-3:] if part != p.anchor)
 
 
+def _no_calls(results: Path) -> int:
+    """Items of one BFCL category's results file where the model called nothing."""
+    with results.open() as f:
+        return sum(not json.loads(line)["calls"] for line in f if line.strip())
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("model", help="run directory or model directory")
@@ -83,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
              f"| BFCL v4 (limit {args.limit}, seed {args.seed}) | accuracy | correct / n | "
              "no call | failures |", "|---|---|---|---|---|"]
     for row in bfcl["categories"]:
-        no_call = row["failures"].get("no_call", row["failures"].get("no_function_call", 0))
+        no_call = _no_calls(out / "bfcl" / f"{row['category']}.jsonl")
         lines.append(f"| {row['category']} | {row['accuracy']:.2f} | {row['correct']} / "
                      f"{row['n']} | {no_call} | {json.dumps(row['failures'])} |")
     m = many["metrics"]
