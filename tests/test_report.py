@@ -232,3 +232,32 @@ def test_report_markdown_writes_the_tables_with_command_and_sides(tmp_path, monk
     assert side[2:] == ["single_turn", "calls", "5", "0.200", "0.600", "+0.400", "0.200",
                         "2/0/3"]
     assert str(tmp_path) not in text and '"model": "demo-run/m"' in text
+
+
+def test_report_markdown_counts_many_tools_per_request_domain(tmp_path):
+    """The page splits the candidate's many_tools items by the request's domain: right calls
+    and no-call turns over items with a fitting tool, rightly declined items over the rest;
+    other canaries' rollouts are not counted."""
+    from gates.run_markdown import domain_table
+    run = make_run(tmp_path)
+
+    def row(i, domain, kind, called, ok, canary="many_tools"):
+        msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+        if called:
+            msgs.append({"role": "tool", "content": "{}"})
+        return {"task_id": f"canary-canary-v2-{canary}-{i}", "domain": domain, "kind": kind,
+                "messages": msgs, "verification": {"success": ok, "score": float(ok)}}
+    rows = [row(0, "weather", "single", False, False), row(1, "weather", "single", True, True),
+            row(2, "weather", "single", True, False), row(3, "weather", "irrelevance", False, True),
+            row(4, "units", "irrelevance", True, False), row(5, "units", "single", True, True),
+            row(6, "units", "single", False, False, canary="single_turn")]
+    cand = run / "round-1-grounding" / "gate" / "candidate"
+    cand.mkdir(parents=True)
+    (cand / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    lines = domain_table(run).splitlines()
+    assert lines[0].split() == ["round", "domain", "call", "items", "right", "call", "no", "call",
+                                "no-call", "items", "declined"]
+    assert [line.split() for line in lines[2:]] == [
+        ["1", "grounding", "units", "1", "1", "0", "1", "0"],
+        ["1", "grounding", "weather", "3", "1", "1", "1", "1"]]
+    assert domain_table(tmp_path / "empty") == ""
