@@ -7,11 +7,15 @@ request domain (a model that decides by the request's domain, not by the offered
 here: every request of one domain called, every one of another declined)."""
 from __future__ import annotations
 
-import json
 import time
 from collections import defaultdict
 from pathlib import Path
 
+from data import jsonl
+from data.chatformat import parse
+from data.trajectory import Trajectory
+
+from .evaluate import EVAL_FILE, load_eval
 from .report import (columns, detail_table, final_vs_base_table, machine_lines, round_reports,
                      summary_table)
 
@@ -34,33 +38,36 @@ def sides_table(run_dir: str | Path) -> str:
 
 
 def domain_table(run_dir: str | Path, canary: str = "many_tools") -> str:
-    """Per gated round and request domain, the candidate's `canary` items from the gate's
-    rollouts: items with a fitting tool, how many got the right call and how many no call;
-    items with none, how many were rightly declined."""
+    """Per gated round and request domain, the candidate's `canary` items, scored as the gate
+    scored them (eval.json: `calls` on items with a fitting tool, `abstentions` on the
+    others), with the domain and the first turn from the gate's rollouts: call items, right
+    calls, first turns with no call; no-call items, right abstentions (means over k samples,
+    summed)."""
     table = [["round", "domain", "call items", "right call", "no call", "no-call items",
               "declined"]]
     for n, d, _ in round_reports(run_dir):
-        path = d / "gate" / "candidate" / "rollouts.jsonl"
-        if not path.exists():
+        cand = d / "gate" / "candidate"
+        if not (cand / "rollouts.jsonl").exists() or not (cand / EVAL_FILE).exists():
             continue
-        counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
-        with path.open() as f:
-            for line in f:
-                r = json.loads(line) if line.strip() else {}
-                if f"-{canary}-" not in r.get("task_id", ""):
-                    continue
-                c = counts[r["domain"]]
-                called = any(m.get("role") == "tool" for m in r["messages"])
-                ok = bool((r.get("verification") or {}).get("success"))
-                if r["kind"] == "irrelevance":             # no tool fits: declining is right
-                    c[3] += 1
-                    c[4] += ok
-                else:
-                    c[0] += 1
-                    c[1] += ok
-                    c[2] += not called
+        items = load_eval(cand).get("suites", {}).get(canary, {}).get("items", {})
+        domain, no_call = {}, defaultdict(list)
+        for t in jsonl.read(cand / "rollouts.jsonl", Trajectory):
+            if t.task_id in items:
+                domain[t.task_id] = t.domain
+                first = next((m for m in t.messages if m["role"] == "assistant"), None)
+                no_call[t.task_id].append(not (first and parse(first.get("content") or "").calls))
+        counts: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0, 0.0])
+        for tid, dom in domain.items():
+            c, score = counts[dom], items[tid]
+            if "calls" in score:
+                c[0] += 1
+                c[1] += score["calls"]
+                c[2] += sum(no_call[tid]) / len(no_call[tid])
+            else:
+                c[3] += 1
+                c[4] += score.get("abstentions", 0.0)
         for dom, c in sorted(counts.items()):
-            table.append([f"{n} {d.name.split('-', 2)[-1]}", dom, *map(str, c)])
+            table.append([f"{n} {d.name.split('-', 2)[-1]}", dom, *(f"{v:g}" for v in c)])
     return "\n".join(columns(table)) if len(table) > 1 else ""
 
 

@@ -235,25 +235,37 @@ def test_report_markdown_writes_the_tables_with_command_and_sides(tmp_path, monk
 
 
 def test_report_markdown_counts_many_tools_per_request_domain(tmp_path):
-    """The page splits the candidate's many_tools items by the request's domain: right calls
-    and no-call turns over items with a fitting tool, rightly declined items over the rest;
-    other canaries' rollouts are not counted."""
+    """The page splits the candidate's many_tools items by the request's domain, scored as the
+    gate scored them (eval.json's calls / abstentions, not the trajectory's own verdict): right
+    calls and first turns with no call over items with a fitting tool, rightly declined items
+    over the rest; other canaries' items are not counted."""
+    from data.chatformat import format_call
     from gates.run_markdown import domain_table
     run = make_run(tmp_path)
+    items, rows = {}, []
 
-    def row(i, domain, kind, called, ok, canary="many_tools"):
-        msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
-        if called:
-            msgs.append({"role": "tool", "content": "{}"})
-        return {"task_id": f"canary-canary-v2-{canary}-{i}", "domain": domain, "kind": kind,
-                "messages": msgs, "verification": {"success": ok, "score": float(ok)}}
-    rows = [row(0, "weather", "single", False, False), row(1, "weather", "single", True, True),
-            row(2, "weather", "single", True, False), row(3, "weather", "irrelevance", False, True),
-            row(4, "units", "irrelevance", True, False), row(5, "units", "single", True, True),
-            row(6, "units", "single", False, False, canary="single_turn")]
+    def item(i, domain, kind, called, score, verified, canary="many_tools"):
+        tid = f"canary-canary-v2-{canary}-{i}"
+        said = format_call("get_weather", {"city": "Oslo"}) if called else "No tool fits."
+        rows.append({"id": f"{tid}#0.0", "task_id": tid, "domain": domain, "kind": kind,
+                     "round": 0, "sample": 0, "seed": 0, "source": "policy",
+                     "messages": [{"role": "user", "content": "q"},
+                                  {"role": "assistant", "content": said}],
+                     "tools": [], "verification": {"success": verified, "score": float(verified)}})
+        items[tid] = ({"correct": score, "calls": score} if kind == "single"
+                      else {"correct": score, "abstentions": score})
+    item(0, "weather", "single", False, 0.0, False)
+    item(1, "weather", "single", True, 0.0, True)     # a verified answer, a wrong first call
+    item(2, "weather", "single", True, 1.0, True)
+    item(3, "weather", "irrelevance", False, 1.0, True)
+    item(4, "units", "irrelevance", True, 0.0, False)
+    item(5, "units", "single", True, 1.0, True)
+    item(6, "units", "single", False, 0.0, False, canary="single_turn")
     cand = run / "round-1-grounding" / "gate" / "candidate"
     cand.mkdir(parents=True)
     (cand / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    many = {t: v for t, v in items.items() if "many_tools" in t}
+    (cand / "eval.json").write_text(json.dumps({"suites": {"many_tools": {"items": many}}}))
     lines = domain_table(run).splitlines()
     assert lines[0].split() == ["round", "domain", "call", "items", "right", "call", "no", "call",
                                 "no-call", "items", "declined"]
