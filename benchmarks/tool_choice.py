@@ -49,8 +49,8 @@ def _shown(path: str | Path) -> str:
 
 def _no_calls(results: Path) -> int:
     """Items of one BFCL category's results file where the model called nothing."""
-    with results.open() as f:
-        return sum(not json.loads(line)["calls"] for line in f if line.strip())
+    from data import jsonl
+    return sum(not row["calls"] for row in jsonl.read(results))
 
 
 def main(argv: list[str] | None = None) -> int:
