@@ -14,6 +14,7 @@ from pathlib import Path
 from data import jsonl
 from data.chatformat import parse
 from data.trajectory import Trajectory
+from engine.training.loss_summary import logged_losses, tenth_means
 
 from .evaluate import EVAL_FILE, load_eval
 from .report import (columns, detail_table, final_vs_base_table, machine_lines, round_reports,
@@ -71,6 +72,26 @@ def domain_table(run_dir: str | Path, canary: str = "many_tools") -> str:
     return "\n".join(columns(table)) if len(table) > 1 else ""
 
 
+def training_table(run_dir: str | Path) -> str:
+    """Per gated round, each training log under the round's directory: logged steps, the mean
+    loss over the first and the last tenth of them (one step is noise), and the trainer's own
+    tokens per second."""
+    table = [["round", "log", "steps", "loss, first tenth", "loss, last tenth", "tok/s"]]
+    for n, d, _ in round_reports(run_dir):
+        for path in sorted(d.rglob("train_log.jsonl")):
+            rows = list(jsonl.read(path))
+            losses = logged_losses(rows)
+            ends = tenth_means(losses)
+            if ends is None:
+                continue
+            speed = next((r["train_tokens_per_second"] for r in reversed(rows)
+                          if "train_tokens_per_second" in r), None)
+            table.append([f"{n} {d.name.split('-', 2)[-1]}", str(path.relative_to(d)),
+                          str(len(losses)), f"{ends[0]:.4f}", f"{ends[1]:.4f}",
+                          f"{speed:.1f}" if speed else "-"])
+    return "\n".join(columns(table)) if len(table) > 1 else ""
+
+
 def run_markdown(run_dir: str | Path, command: str, title: str | None = None,
                  note: str | None = None) -> str:
     run = Path(run_dir)
@@ -81,6 +102,7 @@ def run_markdown(run_dir: str | Path, command: str, title: str | None = None,
     for heading, text in (("Gates in detail", detail_table(run)),
                           ("One side each (metrics over part of a canary's items)",
                            sides_table(run)),
+                          ("Training", training_table(run)),
                           ("many_tools by the request's domain (candidates)", domain_table(run)),
                           ("The shipped model against the base", final_vs_base_table(run))):
         if text:

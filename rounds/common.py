@@ -266,7 +266,8 @@ def train(ctx: RoundContext, accepted: list[Trajectory], base: Path, step: str =
     if stats.get("tokens_seen"):
         timing.add_tokens("training", stats["tokens_seen"], stats.get("train_seconds", 0.0))
     log.info(f"{step}: SFT on {stats['rows_used']} rows, {stats['steps']} steps, loss "
-             f"{_num(stats.get('first_loss'))} -> {_num(stats.get('final_loss'))}, "
+             f"{_num(stats.get('loss_first_tenth'))} -> {_num(stats.get('loss_last_tenth'))} "
+             "(means of the first and last tenth of steps), "
              f"{stats.get('tokens_per_s')} tokens/s in {stats.get('train_seconds')} s")
     ctx.stats.setdefault("training", {})[step] = stats
     ctx.mark(step, **{k: v for k, v in stats.items() if isinstance(v, (int, float, str))})

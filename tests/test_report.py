@@ -273,3 +273,21 @@ def test_report_markdown_counts_many_tools_per_request_domain(tmp_path):
         ["1", "grounding", "units", "1", "1", "0", "1", "0"],
         ["1", "grounding", "weather", "3", "1", "1", "1", "1"]]
     assert domain_table(tmp_path / "empty") == ""
+
+
+def test_report_markdown_quotes_each_training_log_by_its_first_and_last_tenth(tmp_path):
+    """The training section gives each round's logged steps and the mean loss over the first
+    and last tenth of them (not one step's noise); the closing summary row is no step."""
+    from engine.training.loss_summary import tenth_means
+    from gates.run_markdown import training_table
+    assert tenth_means([]) is None and tenth_means([3.0]) == (3.0, 3.0)
+    assert tenth_means([float(i) for i in range(1, 12)]) == (1.5, 10.5)   # 11 steps: tenth = 2
+    run = make_run(tmp_path)
+    with open(run / "round-1-grounding" / "train_log.jsonl", "a") as f:
+        f.write(json.dumps({"step": 10, "train_loss": 0.5, "train_tokens_per_second": 150.25})
+                + "\n")
+    rows = [line.split() for line in training_table(run).splitlines()[2:]]
+    assert rows == [["1", "grounding", "train_log.jsonl", "10", "1.0000", "0.1818", "150.2"],
+                    ["2", "plan-finish", "train_log.jsonl", "10", "0.6667", "0.1667", "-"],
+                    ["3", "long-context", "train_log.jsonl", "10", "0.5000", "0.1538", "-"]]
+    assert training_table(tmp_path / "empty") == ""

@@ -58,6 +58,7 @@ def test_train_sft_outputs_merge_and_resume(tmp_path):
     stats = train_sft(rows, tiny_model_dir(64), tmp_path, settings, progress=False)
     assert stats["steps"] == 2 and stats["rows_used"] == 4 and stats["tokens_seen"] > 0
     assert stats["tokens_per_s"] > 0 and stats["final_loss"] is not None
+    assert stats["loss_last_tenth"] == stats["final_loss"]      # 2 steps: a tenth is one step
     for name in ("adapter/adapter_config.json", "adapter/adapter_model.safetensors",
                  "model/model.safetensors", "model/config.json", "model/tokenizer.json",
                  "loss.png", "train_log.jsonl"):

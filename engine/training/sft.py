@@ -21,6 +21,7 @@ from engine.training.consistency import (TemplateRoundTripError, check_consisten
                                            normalise_messages, tokenize_conversation)
 from engine.training.curves import JsonlLog, bar_only
 from engine.training.fused_head import score_labelled_positions_only
+from engine.training.loss_summary import tenth_means
 from engine.training.lora import (finish, last_checkpoint, load_base, lora_config,
                                     training_tokenizer)
 from engine.training.panels import SFT_PANELS
@@ -147,5 +148,6 @@ def train_sft(trajectories: list[Trajectory], model_dir: Path, out_dir: Path,
             "tokens_per_s": round(seen / runtime, 2) if runtime else 0.0,
             "first_loss": losses[0] if losses else None,
             "final_loss": losses[-1] if losses else None,
+            **dict(zip(("loss_first_tenth", "loss_last_tenth"), tenth_means(losses) or ())),
             "packing": settings.packing, "padding_free": settings.padding_free,
             "base_dtype": settings.base_weights_dtype}
