@@ -89,31 +89,47 @@ def make_tasks(ctx: RoundContext, step: str = "tasks", namespace: str | None = N
     return out
 
 
+SLOT_TRIES = 20  # draws for one slot's domain before the slot passes to the next domain
+
+
 def _generate_tasks(ctx: RoundContext, namespace: str | None, kinds: dict[str, int] | None,
                     context_tokens: list[int] | None) -> tuple[list[Task], int, dict]:
     """(tasks, how many decontamination dropped, counts from task files) for `make_tasks`."""
     s, ns = ctx.settings, namespace or f"round-{ctx.number}"
-    out, dropped, by_source = [], 0, {}
+    out, dropped, by_source, short = [], 0, {}, {}
     lengths = context_tokens or getattr(s, "context_tokens", [2000])
     for kind, n in (kinds or s.tasks).items():
         buckets = lengths if kind == "long_context" else [None]
         for b, tokens in enumerate(buckets):
             want = n // len(buckets) + (1 if b < n % len(buckets) else 0)
-            got, i = [], 0
+            got, i, slot, tries = [], 0, 0, 0
             while len(got) < want and i < want * 20 + 50:
+                # slot k draws from the k-th domain of the cycle until a clean task comes, so a
+                # domain whose prompts collide keeps its share instead of ceding it to others
+                domains = taskgen.domain_cycle(kind, slot, s.domains)
                 t = taskgen.make(kind, i, split="train", namespace=f"{ns}-b{b}",
-                                 domains=taskgen.domain_cycle(kind, i, s.domains),
-                                 context_tokens=tokens or 2000,
+                                 domains=domains, context_tokens=tokens or 2000,
                                  offered_tools=s.offer_for(kind))
                 i += 1
                 hit = ctx.decontaminator.hit(t.prompt)
-                if hit:
-                    dropped += 1
-                    by_source[hit.source] = by_source.get(hit.source, 0) + 1
+                if not hit:
+                    got.append(t)
+                    slot, tries = slot + 1, 0
                     continue
-                got.append(t)
+                dropped += 1
+                by_source[hit.source] = by_source.get(hit.source, 0) + 1
+                tries += 1
+                if tries == SLOT_TRIES:      # this domain's prompts are (nearly) all evaluated
+                    short[f"{kind}@{t.domain}"] = short.get(f"{kind}@{t.domain}", 0) + 1
+                    slot, tries = slot + 1, 0
             out += got
     info = {"decontaminated_by": by_source}
+    if short:
+        info["short"] = short
+        log.warning("tasks: no clean task in %d draws for %s; other domains filled those "
+                    "slots (a domain with few distinct requests: give it more wordings or "
+                    "entities)", SLOT_TRIES,
+                    ", ".join(f"{k} x{v}" for k, v in sorted(short.items())))
     files = getattr(s, "task_files", [])
     if files:  # validated when the config loaded; read again here, so an edit since fails now
         clean, report = filters.decontaminate(load_task_files(files), ctx.decontaminator,

@@ -98,5 +98,13 @@ class Domain:
         return [t["function"]["name"] for t in self.tools]
 
 
+def phrase(rng: random.Random, wordings: list[str], **fields: Any) -> str:
+    """A request in one of several wordings, drawn after the maker's entities so those stay
+    as they were. One wording over a small table gives few distinct prompts; the canaries then
+    hold most of them and decontamination leaves training almost none of the domain's calls
+    (inventory's single requests: 24 prompts, 95 of 100 draws equal a canary prompt)."""
+    return rng.choice(wordings).format(**fields)
+
+
 def fmt_num(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".") if isinstance(x, float) else str(x)

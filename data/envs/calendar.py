@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from .base import Domain, Example, I, S, ToolError, stable_int, tool
+from .base import Domain, Example, I, S, ToolError, phrase, stable_int, tool
 
 DAYS = [f"2026-{m:02d}-{d:02d}" for m in (3, 4, 5) for d in range(1, 29)]
 TITLES = ["standup", "design review", "1:1", "planning", "lunch", "demo", "retro", "interview"]
@@ -54,7 +54,11 @@ TOOLS = [
 def single(rng: random.Random) -> Example:
     date = rng.choice(DAYS)
     n = len(list_events(date)["events"])
-    return Example(f"How many events do I have on {date}?", n,
+    ask = phrase(rng, ["How many events do I have on {d}?",
+                       "How many meetings are on my calendar on {d}?",
+                       "Count my calendar events for {d}.", "How busy am I on {d}: how many events?"],
+                 d=date)
+    return Example(ask, n,
                    [[("list_events", {"date": date})]],
                    f"On {date} you have {n} events.", f"List the events of {date} and count them.")
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from .base import Domain, Example, I, S, ToolError, fmt_num, stable_int, tool
+from .base import Domain, Example, I, S, ToolError, fmt_num, phrase, stable_int, tool
 
 PRODUCTS = {f"SKU-{100 + i}": name for i, name in enumerate(
     ["desk lamp", "office chair", "standing desk", "monitor arm", "keyboard", "mouse",
@@ -58,7 +58,11 @@ def single(rng: random.Random) -> Example:
     name = rng.choice(list(NAMES))
     p = price(NAMES[name])
     alias = next((a for a, n in ALIASES.items() if n == name), None)
-    return Example(f"What does one {name} cost?", p, [[("search_products", {"query": name})]],
+    ask = phrase(rng, ["What does one {n} cost?", "How much is a {n}?",
+                       "What is the unit price of the {n}?", "Look up the price of one {n}.",
+                       "I need the price of a single {n}.", "How much does the {n} cost?"],
+                 n=name)
+    return Example(ask, p, [[("search_products", {"query": name})]],
                    f"One {name} costs {fmt_num(p)}.", f"Search the catalogue for {name}.",
                    ("search_products", "query", alias, name) if alias else None)
 
@@ -77,8 +81,12 @@ def chained(rng: random.Random) -> Example:
     stock = get_stock(sku)["in_stock"]
     qty = min(stock, rng.randint(2, 5))
     total = create_order(sku, qty)["total"]
-    return Example(f"Order {qty} units of the {name} if enough are in stock, and tell me the "
-                   "order total.", total,
+    ask = phrase(rng, ["Order {q} units of the {n} if enough are in stock, and tell me the "
+                       "order total.",
+                       "If at least {q} of the {n} are in stock, order {q} and give me the total.",
+                       "Please buy {q} units of the {n} when the stock allows; what is the total?"],
+                 q=qty, n=name)
+    return Example(ask, total,
                    [[("search_products", {"query": name})], [("get_stock", {"sku": sku})],
                     [("create_order", {"sku": sku, "quantity": qty})]],
                    f"Ordered {qty} x {name}; the total is {fmt_num(total)}.",

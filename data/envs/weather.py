@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from .base import Domain, Example, I, S, ToolError, stable_int, tool
+from .base import Domain, Example, I, S, ToolError, phrase, stable_int, tool
 
 CITIES = {"Paris": "CDG", "Tokyo": "HND", "New York": "JFK", "London": "LHR", "Berlin": "BER",
           "Madrid": "MAD", "Rome": "FCO", "Sydney": "SYD", "Toronto": "YYZ", "Cairo": "CAI",
@@ -65,7 +65,11 @@ def single(rng: random.Random) -> Example:
     t = get_weather(city, unit)["temperature"]
     word = "Celsius" if unit == "C" else "Fahrenheit"
     alias = next((a for a, c in ALIASES.items() if c == city), None)
-    return Example(f"What is the temperature in {city} right now, in {word}?", t,
+    ask = phrase(rng, ["What is the temperature in {c} right now, in {w}?",
+                       "How warm is it in {c} at the moment, in {w}?",
+                       "Tell me the current temperature in {c} in degrees {w}.",
+                       "What does the thermometer read in {c} now, in {w}?"], c=city, w=word)
+    return Example(ask, t,
                    [[("get_weather", {"city": city, "unit": unit})]],
                    f"It is {t} °{unit} in {city}.",
                    f"I need the current weather in {city} in {word}.",
