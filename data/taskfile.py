@@ -18,7 +18,9 @@ as a task file), with defaults for what a hand-written row leaves out:
   system            default: the generators' system prompt
   min_calls         default: the number of gold calls to tools a known domain implements
                     (a call to any other tool can never succeed, so it cannot be demanded)
-  faults, max_turns, difficulty, oracle: as in `Task`; an oracle must verify (plan first)
+  faults, max_turns, difficulty, oracle, decline (answer null and the answer must say it
+                    cannot: a request only a missing tool serves): as in `Task`; an oracle
+                    must verify (plan first)
 
 Tools no domain implements are fine: a call to one gets the environment's `not_found` error,
 and the verifier still checks the answer. Every row is validated on load; an error names the

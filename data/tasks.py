@@ -254,7 +254,7 @@ def _no_fit(want: Example, tools: list[dict], dname: str, id_, seed) -> tuple[Ta
                  "answer it with them.",
                  "The request needs a tool the offered ones do not provide; I answer without "
                  "calling.", tools=tools)
-    return _task(id_, dname, "irrelevance", seed, ex, tools), ex
+    return _task(id_, dname, "irrelevance", seed, ex, tools, decline=True), ex
 
 
 def _mismatch(d: Draw) -> tuple[Task, Example]:

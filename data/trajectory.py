@@ -44,6 +44,8 @@ class Task(Record):
                                    description="errors the environment injects, by call")
     max_turns: int = 6
     difficulty: int = 1
+    decline: bool = Field(False, description="no offered tool serves the request: the answer "
+                                             "must say so (a made-up answer fails)")
     oracle: list[dict[str, Any]] = Field(default_factory=list,
                                          description="a correct demonstration (assistant/tool turns)")
 

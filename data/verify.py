@@ -16,6 +16,13 @@ from .trajectory import Task, Verification
 WEIGHTS = {"answer": 0.5, "valid_calls": 0.2, "no_loop": 0.1, "within_limits": 0.1,
            "plan": 0.1}
 _NUM = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
+# a declined request says so: a no-call answer to a request only a missing tool could serve
+# (Task.decline) that says none of this states a made-up result (24 of the base model's answers
+# to round 1's 64 mismatch tasks, e.g. "the cheapest fare from DUB to SYD was approximately
+# $5.05", had passed as right abstentions and been trained on)
+DECLINES = re.compile(r"\b(cannot|can't|can not|unable|not able|none of the|no (?:available |"
+                      r"offered |suitable |such )?tools?\b|(?:don't|do not) have|not available|"
+                      r"isn't available|not possible)", re.I)
 
 
 def normalise(text: str) -> str:
@@ -96,6 +103,10 @@ def verify(task: Task, messages: list[dict], require_plan: bool = False,
     elif task.answer is None and r.calls:
         checks["answer"] = False
         reasons.append("called a tool where none fits")
+    elif task.decline and not DECLINES.search(r.final):
+        checks["answer"] = False
+        reasons.append(f"answered {r.final[:60]!r} where no offered tool serves the request "
+                       "(a made-up answer): it should say it cannot")
     elif succeeded < task.min_calls:
         checks["answer"] = False
         reasons.append(f"{succeeded} successful calls, the task needs {task.min_calls}")

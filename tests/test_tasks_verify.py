@@ -138,6 +138,27 @@ def test_mismatch_offers_another_domains_tools_and_no_call_is_right():
         tasks.make("mismatch", 0, domains=["weather"])
 
 
+def test_a_request_no_offered_tool_serves_must_be_declined_not_answered():
+    """Mismatch and contrast no-call tasks carry `decline`: a made-up result without a call
+    (the base model's answer to 24 of round 1's 64 mismatch tasks) fails; saying it cannot
+    passes. An off-topic request (a poem) may be answered directly."""
+    t = tasks.make("mismatch", 3)
+    assert t.decline and t.answer is None
+    pair = [tasks.make("contrast", i) for i in (0, 1)]
+    assert [p.decline for p in pair] == [False, True]
+
+    def said(task, text):
+        return verify.verify(task, task.messages() + [{"role": "assistant", "content": text}])
+    made_up = said(t, "The cheapest fare from DUB to SYD was approximately $5.05.")
+    assert not made_up.success and "made-up answer" in made_up.reasons[0]
+    for ok in ("I cannot do that with the tools I have.", "None of the available tools fits.",
+               "Sorry, there is no tool for the weather here.", t.oracle[-1]["content"]):
+        assert said(t, ok).success, ok
+    poem = next(x for x in (tasks.make("irrelevance", i) for i in range(40))
+                if x.domain != "synthetic" and not x.decline)
+    assert said(poem, "Here is a poem about the sea.").success
+
+
 @pytest.mark.parametrize("kind", ["irrelevance", "mismatch", "reasoning", "single", "chained"])
 def test_every_oracle_first_turn_thinks_first(kind):
     """No-call oracles think before answering, as call oracles do: a first turn that skips
