@@ -14,6 +14,10 @@ class GroundingSettings(SampledRoundSettings):
     """Round 1's keys: a sampled round's, and teacher traces to mix in."""
     teacher: Teacher = Field(default_factory=Teacher, description="teacher traces mixed in: "
                                                                   "a file or an endpoint")
+    sample_start: bool = Field(True, description="also sample the start model on the tasks "
+                                                 "(its verified successes join the oracle "
+                                                 "rows; needed for task-file rows without an "
+                                                 "oracle)")
 
 
 SETTINGS = GroundingSettings
@@ -21,7 +25,7 @@ SETTINGS = GroundingSettings
 
 def run(ctx: RoundContext) -> Candidate:
     tasks = make_tasks(ctx)
-    rows = sample(ctx, tasks, ctx.start_model)               # the base rarely succeeds: that's fine
+    rows = sample(ctx, tasks, ctx.start_model) if ctx.settings.sample_start else []
     if ctx.settings.oracle:
         rows = oracle_trajectories(tasks, ctx.number) + rows
     rows += teacher_trajectories(ctx, tasks)
