@@ -14,10 +14,6 @@ class GroundingSettings(SampledRoundSettings):
     """Round 1's keys: a sampled round's, and teacher traces to mix in."""
     teacher: Teacher = Field(default_factory=Teacher, description="teacher traces mixed in: "
                                                                   "a file or an endpoint")
-    sample_start: bool = Field(True, description="also sample the start model on the tasks "
-                                                 "(its verified successes join the oracle "
-                                                 "rows; needed for task-file rows without an "
-                                                 "oracle)")
 
 
 SETTINGS = GroundingSettings
@@ -25,7 +21,9 @@ SETTINGS = GroundingSettings
 
 def run(ctx: RoundContext) -> Candidate:
     tasks = make_tasks(ctx)
-    rows = sample(ctx, tasks, ctx.start_model) if ctx.settings.sample_start else []
+    # the base model's verified samples are its own direct answers to no-call tasks: without
+    # them BFCL irrelevance fell 0.70 -> 0.50 (docs/results/round-1-oracle-rows-only.md)
+    rows = sample(ctx, tasks, ctx.start_model)
     if ctx.settings.oracle:
         rows = oracle_trajectories(tasks, ctx.number) + rows
     rows += teacher_trajectories(ctx, tasks)
