@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,7 +97,7 @@ def _generate_tasks(ctx: RoundContext, namespace: str | None, kinds: dict[str, i
                     context_tokens: list[int] | None) -> tuple[list[Task], int, dict]:
     """(tasks, how many decontamination dropped, counts from task files) for `make_tasks`."""
     s, ns = ctx.settings, namespace or f"round-{ctx.number}"
-    out, dropped, by_source, short = [], 0, {}, {}
+    out, dropped, by_source, short = [], 0, Counter(), Counter()
     lengths = context_tokens or getattr(s, "context_tokens", [2000])
     for kind, n in (kinds or s.tasks).items():
         buckets = lengths if kind == "long_context" else [None]
@@ -117,15 +118,15 @@ def _generate_tasks(ctx: RoundContext, namespace: str | None, kinds: dict[str, i
                     slot, tries = slot + 1, 0
                     continue
                 dropped += 1
-                by_source[hit.source] = by_source.get(hit.source, 0) + 1
+                by_source[hit.source] += 1
                 tries += 1
                 if tries == SLOT_TRIES:      # this domain's prompts are (nearly) all evaluated
-                    short[f"{kind}@{t.domain}"] = short.get(f"{kind}@{t.domain}", 0) + 1
+                    short[f"{kind}@{t.domain}"] += 1
                     slot, tries = slot + 1, 0
             out += got
-    info = {"decontaminated_by": by_source}
+    info = {}
     if short:
-        info["short"] = short
+        info["short"] = dict(short)
         log.warning("tasks: no clean task in %d draws for %s; other domains filled those "
                     "slots (a domain with few distinct requests: give it more wordings or "
                     "entities)", SLOT_TRIES,
@@ -136,10 +137,9 @@ def _generate_tasks(ctx: RoundContext, namespace: str | None, kinds: dict[str, i
                                               prompt_of=lambda t: t.prompt)
         out += clean
         dropped += report.seen - report.kept
-        for source, k in report.by_source.items():
-            by_source[source] = by_source.get(source, 0) + k
+        by_source.update(report.by_source)
         info["from_files"] = report.kept
-    return out, dropped, info
+    return out, dropped, {"decontaminated_by": dict(by_source), **info}
 
 
 def oracle_trajectories(task_list: list[Task], round_no: int) -> list[Trajectory]:
