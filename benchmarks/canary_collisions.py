@@ -10,11 +10,10 @@ import argparse
 from collections import Counter, defaultdict
 
 from data import tasks as taskgen
+from data.envs import BUILTIN
 from gates.decontamination import decontaminator_for
 from gates.gate import suites_for
 from pipeline.config import load
-
-DOMAINS = ["weather", "currency", "calendar", "inventory", "units", "flights"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         n, hit, distinct = Counter(), Counter(), defaultdict(set)
         for i in range(args.n):
             t = taskgen.make(kind, i, split="train", namespace="probe", offered_tools=12,
-                             domains=taskgen.domain_cycle(kind, i, DOMAINS))
+                             domains=taskgen.domain_cycle(kind, i, sorted(BUILTIN)))
             n[t.domain] += 1
             distinct[t.domain].add(t.prompt)
             hit[t.domain] += bool(guard.hit(t.prompt))
