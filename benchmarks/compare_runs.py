@@ -6,8 +6,9 @@ before and after (`pipeline run --preset tiny --run-dir A`, then B) and compare.
 
 Gate numbers are the report's decision, its rules (name, passed, detail) and per canary the
 item hash, n, MDE, baseline and candidate metrics, and every paired comparison; paths and times
-are left out. Exit status 1 when any gate number differs, 0 otherwise (losses and transcripts
-are reported, not judged: training on another machine may round differently). Several pairs are
+are left out. Exit status 1 when any gate number differs, 0 otherwise (losses, weight digests and
+transcripts are reported, not judged: training on another machine may round differently, and
+vLLM's batching can flip a near-tie token between two runs of the same weights). Several pairs are
 compared in turn; `--markdown` writes every pair's printout with the command and the date.
 """
 from __future__ import annotations
@@ -44,14 +45,37 @@ def losses(round_dir: Path) -> list[float]:
     return [x for x in out if x is not None]
 
 
-def transcripts(round_dir: Path) -> str:
-    """A digest of the candidate's canary conversations (messages only)."""
+def transcripts(round_dir: Path) -> dict[str, list]:
+    """The candidate's canary conversations (messages only), by item id."""
     path = round_dir / "gate" / "candidate" / "rollouts.jsonl"
     if not path.exists():
-        return ""
+        return {}
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    text = json.dumps(sorted((r["id"], r["messages"]) for r in rows), sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+    return {r["id"]: r["messages"] for r in rows}
+
+
+def digest(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def weights(round_dir: Path) -> str:
+    """A digest of the trained model's weight files: equal digests mean byte-identical weights,
+    so any transcript difference then comes from serving, not from training."""
+    h = hashlib.sha256()
+    files = sorted((round_dir / "model").glob("*.safetensors"))
+    for f in files:
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 24), b""):
+                h.update(block)
+    return h.hexdigest()[:12] if files else ""
+
+
+def transcript_note(ta: dict, tb: dict) -> str:
+    if ta == tb:
+        return f"identical ({digest(ta)})"
+    differ = sorted(k for k in set(ta) | set(tb) if ta.get(k) != tb.get(k))
+    return (f"different in {len(differ)} of {len(set(ta) | set(tb))} items "
+            f"({', '.join(differ[:3])}{', ...' if len(differ) > 3 else ''})")
 
 
 def compare(a: Path, b: Path) -> int:
@@ -69,10 +93,12 @@ def compare(a: Path, b: Path) -> int:
         loss_note = ("identical" if la == lb else
                      f"max |diff| {max((abs(x - y) for x, y in zip(la, lb)), default=0):.2e}"
                      if len(la) == len(lb) else f"{len(la)} against {len(lb)} steps")
-        ta, tb = transcripts(a / name), transcripts(b / name)
+        wa, wb = weights(a / name), weights(b / name)
+        weight_note = ("identical" if wa == wb else "different") + f" ({wa or 'none'})"
         print(f"{name:<22} gate {'identical' if same else 'DIFFERENT'} ({ga['decision']}); "
               f"losses {loss_note} ({', '.join(f'{x:.4f}' for x in la)}); "
-              f"candidate transcripts {'identical' if ta == tb else 'different'} ({ta})")
+              f"model weights {weight_note}; candidate transcripts "
+              f"{transcript_note(transcripts(a / name), transcripts(b / name))}")
         if not same:
             for key in ga:
                 if ga[key] != gb[key]:

@@ -39,3 +39,28 @@ def test_pairs_identical_then_one_differs(tmp_path, capsys):
     text = page.read_text()
     assert "## a against c: DIFFERENT" in text and "Exit status 1" in text
     assert "gate numbers differ in 1 round(s)" in capsys.readouterr().out
+
+
+def _conversations(run: Path, answers: list[str], weight: bytes) -> None:
+    round_dir = run / "round-1-grounding"
+    rows = [{"id": f"item-{i}", "messages": [{"role": "assistant", "content": a}]}
+            for i, a in enumerate(answers)]
+    (round_dir / "gate" / "candidate").mkdir(parents=True, exist_ok=True)
+    (round_dir / "gate" / "candidate" / "rollouts.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows))
+    (round_dir / "model").mkdir(exist_ok=True)
+    (round_dir / "model" / "model.safetensors").write_bytes(weight)
+
+
+def test_weights_and_transcripts_are_reported_item_by_item(tmp_path, capsys):
+    a, b, c = _run(tmp_path, "a", 0.6), _run(tmp_path, "b", 0.6), _run(tmp_path, "c", 0.6)
+    _conversations(a, ["0.992 lb", "yes", "no"], b"w1")
+    _conversations(b, ["0.99 lb", "yes", "no"], b"w1")
+    _conversations(c, ["0.992 lb", "yes", "no"], b"w2")
+    assert compare_runs.main([str(a), str(b)]) == 0     # transcripts are reported, not judged
+    out = capsys.readouterr().out
+    assert "model weights identical" in out
+    assert "candidate transcripts different in 1 of 3 items (item-0)" in out
+    assert compare_runs.main([str(a), str(c)]) == 0
+    out = capsys.readouterr().out
+    assert "model weights different" in out and "candidate transcripts identical (" in out
