@@ -281,13 +281,17 @@ def _contrast(d: Draw) -> tuple[Task, Example]:
     the even one also offers the tool that serves the request (call it), the odd one a further
     stranger in its place (no call), so the two offer as many tools. Only whether the serving
     tool is there tells them apart: the model has to read the offered tools, where separately
-    drawn call and no-call tasks let the request alone predict the answer."""
+    drawn call and no-call tasks let the request alone predict the answer. A SOLO share of
+    pairs offers no strangers: the serving tool alone against one stranger alone, the shape of
+    BFCL's simple and irrelevance items."""
     rng = random.Random(stable_int("contrast", d.id.rsplit("-", 1)[0], d.index // 2))
     dname, ex = _domain_example("single", rng, d.domains)
     used = {n for turn in ex.steps for n, _ in turn}
     needed = [t for t in offered(dname, ex) if t["function"]["name"] in used]
     size = max(d.offered_tools, len(needed) + 1)
-    strangers = mix(rng, [], [], size - len(needed), {dname}, least=1)
+    serving = {t["function"]["name"] for t in needed}
+    strangers = [t for t in mix(rng, needed, [], size, {dname}, least=1)
+                 if t["function"]["name"] not in serving]
     extra = mix(rng, [], [], size, {dname}, least=size)
     names = {t["function"]["name"] for t in strangers}
     spare = [t for t in extra if t["function"]["name"] not in names][:len(needed)]

@@ -213,6 +213,8 @@ def test_contrast_pairs_differ_only_by_the_serving_tool():
         shared = set(names(call)) & set(names(none))
         assert len(shared) == len(call.tools) - 1
     assert len({t.domain for t in made}) >= 4
+    solo = [c for c in made[::2] if len(c.tools) == 1]   # BFCL simple's shape: one tool, it fits
+    assert 2 <= len(solo) <= 12
     pinned = [tasks.make("contrast@formulas", i, "train", "c", None, offered_tools=8)
               for i in range(6)]
     assert {t.domain for t in pinned} == {"formulas"}
