@@ -148,12 +148,26 @@ def resolve(model: str | Path) -> Path:
     path = Path(model)
     promoted = path / "promoted.json"
     if promoted.exists() and not (path / "config.json").exists():
-        return resolve(json.loads(promoted.read_text())["model"])
+        return resolve(_promoted_model(path, json.loads(promoted.read_text())["model"]))
     if not (path / "config.json").exists():
         raise FileNotFoundError(f"model {model!r}: no config.json (nor a run's promoted.json) "
                                 f"there; give an HF model directory, a run directory, "
                                 f"{EMBEDDED!r} or 'tiny:64'")
     return path
+
+
+def _promoted_model(run: Path, recorded: str) -> str:
+    """A run's promoted model as promoted.json records it. A relative path there is relative
+    to the directory the run was started from; read from elsewhere, it is found inside the run
+    itself (the shortest tail of the path that exists under the run directory)."""
+    rel = Path(recorded)
+    if ":" in recorded or rel.is_absolute() or rel.exists():
+        return recorded
+    for k in range(1, len(rel.parts)):
+        inside = run.joinpath(*rel.parts[k:])
+        if (inside / "config.json").exists():
+            return str(inside)
+    return recorded
 
 
 def load_model(path: str | Path, dtype: str = "float32", trust_remote_code: bool = False):

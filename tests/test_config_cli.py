@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -83,3 +84,20 @@ def test_a_run_directory_resolves_to_its_promoted_model(tmp_path):
     assert resolve(tmp_path / "run") == model
     with pytest.raises(FileNotFoundError, match="nor a run's promoted.json"):
         resolve(tmp_path / "run" / "round-1-grounding")
+
+
+def test_a_run_started_elsewhere_resolves_from_any_directory(tmp_path, monkeypatch):
+    """promoted.json records the model relative to where the run started (`runs/x/...`);
+    read from another directory, the model is found inside the run."""
+    import json
+
+    from engine.models import resolve
+    model = tmp_path / "runs" / "x" / "round-1-grounding" / "model"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    (tmp_path / "runs" / "x" / "promoted.json").write_text(
+        json.dumps({"round": 1, "model": "runs/x/round-1-grounding/model"}))
+    monkeypatch.chdir(model)
+    assert resolve(tmp_path / "runs" / "x") == model
+    monkeypatch.chdir(tmp_path)
+    assert resolve("runs/x") == Path("runs/x/round-1-grounding/model")
